@@ -1,0 +1,45 @@
+"""tickq: durable background jobs in your app's own database.
+
+Jobs live in a table of your database (SQLite by default, Postgres to grow), are enqueued
+in the same transaction as the change that caused them, retried with growing delays, and
+marked failed loudly. See https://pypi.org/project/tickq/ and the README.
+"""
+
+from .clock import FrozenClock
+from .context import JobContext, current_job
+from .errors import (
+    Cancel,
+    ConfigurationError,
+    DatabaseUnavailable,
+    InvalidTransition,
+    JobNotFound,
+    JobTimeout,
+    Retry,
+    SchemaMissing,
+    TickqError,
+    UnknownJobType,
+)
+from .job import Job, JobState
+from .queue import Queue
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cancel",
+    "ConfigurationError",
+    "DatabaseUnavailable",
+    "FrozenClock",
+    "InvalidTransition",
+    "Job",
+    "JobContext",
+    "JobNotFound",
+    "JobState",
+    "JobTimeout",
+    "Queue",
+    "Retry",
+    "SchemaMissing",
+    "TickqError",
+    "UnknownJobType",
+    "__version__",
+    "current_job",
+]

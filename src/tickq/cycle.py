@@ -1,0 +1,121 @@
+"""``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
+
+rescue expired leases -> claim a batch -> execute -> record -> alert, until the limit or
+the time budget is reached; returns a JSON-serialisable report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from .execute import execute
+from .job import Job
+from .store import Outcome, Recorded
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+log = logging.getLogger("tickq")
+
+REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
+                 "released")  # fmt: skip
+
+
+def new_report() -> dict[str, Any]:
+    return dict.fromkeys(REPORT_FIELDS, 0)
+
+
+def run_cycle(
+    queue: Queue,
+    limit: int = 100,
+    time_budget: float | None = None,
+    queues: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Process up to ``limit`` due jobs, claiming no more once ``time_budget`` is spent."""
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    if time_budget is not None and time_budget <= 0:
+        raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
+    started = monotonic()
+    deadline = started + time_budget if time_budget else None
+    report = new_report()
+    rescue(queue, report)
+    batch = 10 if time_budget else 100
+    while report["claimed"] < limit and not _spent(deadline):
+        jobs = queue.store.claim(
+            queue.owner, min(batch, limit - report["claimed"]), queue.lease_seconds, queues
+        )
+        if not jobs:
+            break
+        report["claimed"] += len(jobs)
+        run_batch(queue, jobs, deadline, report)
+    report["duration_ms"] = round((monotonic() - started) * 1000, 3)
+    return report
+
+
+def rescue(queue: Queue, report: dict[str, Any]) -> None:
+    """Return jobs whose worker vanished to pending (or failed when out of attempts)."""
+    for job in queue.store.rescue_expired():
+        report["rescued"] += 1
+        log.warning("tickq job %s %s: lease expired on attempt %s, rescued as %s",
+                    job.id, job.type, job.attempts, job.status.value)  # fmt: skip
+        if job.status == "failed":
+            report["failed"] += 1
+            queue.notify_failed(job)
+
+
+def run_batch(
+    queue: Queue, jobs: list[Job], deadline: float | None, report: dict[str, Any]
+) -> Recorded:
+    """Execute claimed jobs in order, then record every outcome in one round trip."""
+    keeper = queue.lease_keeper
+    keeper.hold(jobs)
+    outcomes: list[Outcome] = []
+    try:
+        for i, job in enumerate(jobs):
+            if i and _spent(deadline):
+                report["released"] += len(queue.store.release(queue.owner, jobs[i:]))
+                break
+            outcomes.append(execute(job, queue.definition(job.type), queue.job_names))
+        lost = keeper.lost()
+        recorded = queue.store.record(queue.owner, [o for o in outcomes if o.job.id not in lost])
+        recorded.stale.extend(o.job for o in outcomes if o.job.id in lost)
+    finally:
+        keeper.drop(jobs)
+    tally(queue, outcomes, recorded, report)
+    return recorded
+
+
+def tally(
+    queue: Queue, outcomes: list[Outcome], recorded: Recorded, report: dict[str, Any]
+) -> None:
+    report["succeeded"] += len(recorded.completed)
+    report["retried"] += len(recorded.retried)
+    report["failed"] += len(recorded.failed)
+    report["cancelled"] += len(recorded.cancelled)
+    report["stale"] += len(recorded.stale)
+    stale = {j.id for j in recorded.stale}
+    for o in outcomes:
+        log_outcome(o, "stale" if o.job.id in stale else None)
+    for job in recorded.failed:
+        queue.notify_failed(job)
+
+
+def log_outcome(o: Outcome, override: str | None = None) -> None:
+    word = override or {"complete": "succeeded", "retry_later": "retried", "fail": "failed",
+                        "cancel_running": "cancelled"}[o.kind]  # fmt: skip
+    level = logging.INFO if word == "succeeded" else logging.WARNING
+    if log.isEnabledFor(level):
+        first_line = (o.error or "").split("\n", 1)[0]
+        log.log(level, "job %s %s attempt %s/%s %s in %.1fms%s",
+                o.job.id, o.job.type, o.job.attempts, o.job.max_attempts, word,
+                o.duration * 1000, f": {first_line}" if first_line else "",
+                extra={"job_id": o.job.id, "job_type": o.job.type, "attempt": o.job.attempts,
+                       "outcome": word, "duration_ms": round(o.duration * 1000, 3)})  # fmt: skip
+
+
+def _spent(deadline: float | None) -> bool:
+    return deadline is not None and monotonic() >= deadline

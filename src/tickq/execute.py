@@ -1,0 +1,149 @@
+"""Run one claimed job and turn what it did into its next transition."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import traceback
+from collections.abc import Callable
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from .context import JobContext, _current
+from .errors import Cancel, JobTimeout, Retry
+from .job import Job
+from .retry import steps
+from .store import Outcome
+
+if TYPE_CHECKING:
+    from .queue import JobDefinition
+
+MAX_ERROR_CHARS = 8000
+UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
+
+
+def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list[str]]) -> Outcome:
+    """Run ``job`` with its handler and map the result or exception to an ``Outcome``."""
+    started = perf_counter()
+    if definition is None:
+        return _unknown_type(job, known())
+    ctx = JobContext.of(job)
+    token = _current.set(ctx)
+    try:
+        invoke(definition, job.payload, ctx)
+    except Cancel as exc:
+        return Outcome(job, "cancel_running", format_error(exc), 0.0, perf_counter() - started)
+    except Retry as exc:
+        return _retry_or_fail(job, format_error(exc), exc.delay, started)
+    except Exception as exc:
+        delay = definition.backoff(job.attempts)
+        return _retry_or_fail(job, format_error(exc), delay, started)
+    finally:
+        _current.reset(token)
+    return Outcome(job, "complete", duration=perf_counter() - started)
+
+
+def _retry_or_fail(job: Job, error: str, delay: float | None, started: float) -> Outcome:
+    elapsed = perf_counter() - started
+    if delay is None or job.attempts >= job.max_attempts:
+        return Outcome(job, "fail", error, 0.0, elapsed)
+    return Outcome(job, "retry_later", error, delay, elapsed)
+
+
+def _unknown_type(job: Job, known: list[str]) -> Outcome:
+    error = (
+        f"UnknownJobType: no handler is registered for job type {job.type!r} in this process "
+        f"(registered: {', '.join(sorted(known)) or 'none'}); register it with @q.job, or "
+        "make sure the module defining it is imported by the worker"
+    )
+    return _retry_or_fail(job, error, UNKNOWN_TYPE_BACKOFF(job.attempts), perf_counter())
+
+
+def invoke(definition: JobDefinition, payload: dict[str, Any], ctx: JobContext) -> Any:
+    """Call the job function with the payload as keyword arguments, within its timeout."""
+    kwargs = dict(payload)
+    if definition.context_param:
+        kwargs[definition.context_param] = ctx
+    if definition.is_async:
+        return run_coroutine(definition.fn, kwargs, definition.timeout)
+    if definition.timeout is None:
+        return definition.fn(**kwargs)
+    return run_with_timeout(definition.fn, kwargs, definition.timeout)
+
+
+def run_with_timeout(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -> Any:
+    """Run a sync job in a daemon thread; past ``timeout`` the attempt fails.
+
+    Python cannot stop a thread: the function keeps running in the background until it
+    returns, and whatever it returns then is ignored.
+    """
+    box: dict[str, Any] = {}
+    ctx = _copy_context()
+
+    def target() -> None:
+        try:
+            box["result"] = ctx.run(fn, **kwargs)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"tickq-job-{fn.__name__}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise JobTimeout(
+            f"job exceeded its timeout of {timeout:g}s; its thread was left to finish in the "
+            "background and its result will be ignored"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float | None) -> Any:
+    """Run an ``async def`` job to completion; past ``timeout`` it is cancelled."""
+
+    async def main() -> Any:
+        try:
+            return await asyncio.wait_for(fn(**kwargs), timeout)
+        except TimeoutError as exc:
+            raise JobTimeout(
+                f"async job exceeded its timeout of {timeout:g}s and was cancelled"
+            ) from exc
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    # Called from inside an event loop (e.g. an async web handler): use a fresh thread.
+    ctx = _copy_context()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = ctx.run(asyncio.run, main())
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def _copy_context() -> Any:
+    import contextvars
+
+    return contextvars.copy_context()
+
+
+def format_error(exc: BaseException) -> str:
+    """``Type: message`` then the traceback, bounded to ``MAX_ERROR_CHARS``."""
+    text = "".join(traceback.format_exception(exc))
+    head = f"{type(exc).__name__}: {exc}"
+    full = f"{head}\n{text}"
+    if len(full) <= MAX_ERROR_CHARS:
+        return full
+    keep = MAX_ERROR_CHARS // 2
+    return f"{full[:keep]}\n... [{len(full) - 2 * keep} characters cut] ...\n{full[-keep:]}"

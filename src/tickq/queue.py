@@ -1,0 +1,465 @@
+"""The ``Queue``: declare jobs, enqueue them (in your transaction), and process them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from .clock import Clock, SystemClock, require_aware
+from .cycle import run_cycle
+from .errors import ConfigurationError, UnknownJobType
+from .job import Attempt, Job, NewJob
+from .lease import LeaseKeeper
+from .payload import dump_payload
+from .retry import Backoff, as_backoff
+from .store import SqlStore, open_store
+
+log = logging.getLogger("tickq")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_URL = "sqlite:///tickq.db"
+UNIQUE_SCOPES = ("active", "all")
+RESERVED_PARAMS = ("conn",)
+FailureHook = Callable[[Job], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JobDefinition:
+    """How to run one job type; built by ``@q.job``."""
+
+    name: str
+    fn: Callable[..., Any]
+    max_attempts: int
+    backoff: Backoff
+    queue: str
+    priority: int
+    timeout: float | None
+    max_delay: timedelta | None
+    is_async: bool
+    context_param: str | None
+
+    def check_payload(self, payload: Mapping[str, Any]) -> None:
+        """Raise ``TypeError`` now if the job function could never accept ``payload``."""
+        import inspect
+
+        params = {k: v for k, v in payload.items() if k != self.context_param}
+        try:
+            inspect.signature(self.fn).bind(
+                **params, **({self.context_param: None} if self.context_param else {})
+            )
+        except TypeError as exc:
+            raise TypeError(f"payload does not fit job {self.name!r}: {exc}") from exc
+
+
+class JobFunction(Generic[P, R]):
+    """A function registered with ``@q.job``: call it directly, or ``.enqueue(**kwargs)``."""
+
+    def __init__(self, queue: Queue, definition: JobDefinition) -> None:
+        self.queue = queue
+        self.definition = definition
+        self.name = definition.name
+        self.__wrapped__ = definition.fn
+        self.__doc__ = definition.fn.__doc__
+        self.__name__ = definition.fn.__name__
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.definition.fn(*args, **kwargs)  # type: ignore[no-any-return]
+
+    def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
+        """Enqueue with ``payload`` as keyword arguments; ``conn=`` joins your transaction."""
+        return self.queue.enqueue(self.name, payload, conn=conn)
+
+    async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
+        """``enqueue`` for async code; ``conn=`` takes an async connection or session."""
+        return await self.queue.enqueue_async(self.name, payload, conn=conn)
+
+    def with_options(self, **options: Any) -> _BoundEnqueue:
+        """Enqueue with options: ``f.with_options(run_after=..., unique_key=...).enqueue(...)``."""
+        return _BoundEnqueue(self, options)
+
+    def __repr__(self) -> str:
+        return f"<tickq job {self.name!r}>"
+
+
+class _BoundEnqueue:
+    def __init__(self, fn: JobFunction[Any, Any], options: dict[str, Any]) -> None:
+        self.fn, self.options = fn, options
+
+    def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
+        return self.fn.queue.enqueue(self.fn.name, payload, conn=conn, **self.options)
+
+    async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
+        return await self.fn.queue.enqueue_async(self.fn.name, payload, conn=conn, **self.options)
+
+
+class Queue:
+    """Durable jobs in your app's own database.
+
+    >>> q = Queue("sqlite:///app.db")   # or postgresql://user@host:5432/db
+    >>> q.migrate()
+    >>> @q.job()
+    ... def send_welcome_email(user_id: int) -> None: ...
+    >>> job_id = send_welcome_email.enqueue(user_id=42)
+    >>> q.process_jobs(limit=100)["succeeded"]
+    1
+
+    ``Queue()`` reads ``TICKQ_DATABASE_URL``, else uses ``sqlite:///tickq.db``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        clock: Clock | None = None,
+        lease_seconds: float = 60.0,
+        strict: bool = True,
+        on_failure: FailureHook | Iterable[FailureHook] | None = None,
+    ) -> None:
+        if lease_seconds < 3:
+            raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
+        self.url = url or os.environ.get("TICKQ_DATABASE_URL") or DEFAULT_URL
+        self.clock = clock or SystemClock()
+        self.store: SqlStore = open_store(self.url, self.clock)
+        self.lease_seconds = float(lease_seconds)
+        self.strict = strict
+        self._definitions: dict[str, JobDefinition] = {}
+        self._failure_hooks: list[FailureHook] = []
+        if callable(on_failure):
+            self._failure_hooks.append(on_failure)
+        elif on_failure is not None:
+            self._failure_hooks.extend(on_failure)
+        self._owner: tuple[int, str] | None = None
+        self._keeper: tuple[int, LeaseKeeper] | None = None
+
+    def __repr__(self) -> str:
+        shown = self.url.split("@")[-1] if "@" in self.url else self.url
+        return f"<tickq.Queue {self.store.dialect} {shown!r} jobs={sorted(self._definitions)}>"
+
+    # -- identity of this process as a lease owner --------------------------------------
+    @property
+    def owner(self) -> str:
+        """Who holds the leases this process takes: host, pid and a random tag."""
+        pid = os.getpid()
+        if self._owner is None or self._owner[0] != pid:
+            self._owner = (pid, f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}")
+        return self._owner[1]
+
+    @property
+    def lease_keeper(self) -> LeaseKeeper:
+        pid = os.getpid()
+        if self._keeper is None or self._keeper[0] != pid:
+            self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
+        return self._keeper[1]
+
+    # -- declaring jobs -----------------------------------------------------------------
+    @overload
+    def job(self, fn: Callable[P, R], /) -> JobFunction[P, R]: ...
+    @overload
+    def job(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        max_attempts: int = 4,
+        backoff: Sequence[float] | Backoff | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        timeout: float | None = None,
+        max_delay: timedelta | None = None,
+    ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
+
+    def job(
+        self,
+        fn: Callable[P, R] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        max_attempts: int = 4,
+        backoff: Sequence[float] | Backoff | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        timeout: float | None = None,
+        max_delay: timedelta | None = None,
+    ) -> Any:
+        """Register a job function. ``backoff`` is seconds per retry, default (60, 300, 1800).
+
+        ``max_attempts`` counts every attempt, the first included; after the last one fails
+        the job is ``failed`` and failure hooks (alerts) run. ``timeout`` is in seconds.
+        """
+        if max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError(f"timeout must be positive seconds, got {timeout}")
+        if not queue:
+            raise ConfigurationError("queue must be a non-empty name, got ''")
+        policy = as_backoff(backoff)
+
+        def register(f: Callable[P, R]) -> JobFunction[P, R]:
+            definition = self._define(f, name, max_attempts, policy, queue, priority, timeout,
+                                      max_delay)  # fmt: skip
+            self._definitions[definition.name] = definition
+            return JobFunction(self, definition)
+
+        return register(fn) if fn is not None else register
+
+    def _define(self, f: Callable[..., Any], name: str | None, max_attempts: int,
+                backoff: Backoff, queue: str, priority: int, timeout: float | None,
+                max_delay: timedelta | None) -> JobDefinition:  # fmt: skip
+        import inspect
+
+        from .context import JobContext
+
+        job_name = name or f.__name__
+        if job_name in self._definitions:
+            raise ConfigurationError(f"a job named {job_name!r} is already registered")
+        sig = inspect.signature(f)
+        for reserved in RESERVED_PARAMS:
+            if reserved in sig.parameters:
+                raise ConfigurationError(
+                    f"job {job_name!r} has a parameter named {reserved!r}, which .enqueue() "
+                    "reserves for the caller's connection; rename the parameter"
+                )
+        context_param = next(
+            (p.name for p in sig.parameters.values()
+             if p.annotation in (JobContext, "JobContext")), None,
+        )  # fmt: skip
+        return JobDefinition(
+            name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
+            priority=priority, timeout=timeout, max_delay=max_delay,
+            is_async=inspect.iscoroutinefunction(f), context_param=context_param,
+        )  # fmt: skip
+
+    def definition(self, job_type: str) -> JobDefinition | None:
+        return self._definitions.get(job_type)
+
+    def job_names(self) -> list[str]:
+        return list(self._definitions)
+
+    def on_failure(self, hook: FailureHook) -> FailureHook:
+        """Register ``hook(job)`` to run when a job reaches ``failed``; usable as decorator."""
+        self._failure_hooks.append(hook)
+        return hook
+
+    def notify_failed(self, job: Job) -> None:
+        """Run failure hooks; a hook that raises is logged and never stops the caller."""
+        log.error("job %s %s failed after %s attempt(s): %s", job.id, job.type, job.attempts,
+                  (job.last_error or "").split("\n", 1)[0])  # fmt: skip
+        for hook in self._failure_hooks:
+            try:
+                hook(job)
+            except Exception:
+                log.exception("tickq failure hook %r raised for job %s", hook, job.id)
+
+    # -- schema -------------------------------------------------------------------------
+    def migrate(self) -> list[int]:
+        """Create or upgrade tickq's tables. Idempotent and safe to run concurrently."""
+        return self.store.migrate()
+
+    def schema_sql(self) -> str:
+        """The schema as SQL, for Alembic / Django migrations or a DBA."""
+        return self.store.schema_sql()
+
+    # -- enqueue ------------------------------------------------------------------------
+    def new_job(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NewJob:
+        """Validate one job and return the row to insert (no I/O)."""
+        definition = self._definitions.get(job_type)
+        if definition is None and self.strict:
+            known = ", ".join(sorted(self._definitions)) or "none"
+            raise UnknownJobType(
+                f"no job type {job_type!r} is registered (registered: {known}); decorate "
+                "the function with @q.job, or use Queue(strict=False) to enqueue types "
+                "that another process handles"
+            )
+        if unique_scope not in UNIQUE_SCOPES:
+            raise ConfigurationError(
+                f"unique_scope must be 'active' or 'all', got {unique_scope!r}"
+            )
+        payload_json = dump_payload(payload, job_type)
+        if definition is not None:
+            definition.check_payload(payload or {})
+        import json
+
+        if priority is None:
+            priority = definition.priority if definition else 0
+        return NewJob(
+            type=job_type, payload_json=payload_json,
+            queue=queue or (definition.queue if definition else "default"),
+            priority=priority,
+            max_attempts=max_attempts or (definition.max_attempts if definition else 4),
+            run_after=self._run_after(run_after), unique_key=unique_key,
+            unique_scope=unique_scope if unique_key is not None else None,
+            meta_json=json.dumps(dict(meta)) if meta else None,
+        )  # fmt: skip
+
+    def _run_after(self, run_after: datetime | timedelta | None) -> datetime | None:
+        if run_after is None:
+            return None
+        if isinstance(run_after, timedelta):
+            return self.clock.now() + run_after
+        if isinstance(run_after, datetime):
+            return require_aware(run_after, "run_after")
+        raise TypeError(
+            f"run_after must be a datetime or timedelta, got {type(run_after).__name__}"
+        )
+
+    def enqueue(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        conn: Any = None,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+    ) -> int:
+        """Store one job and return its id.
+
+        With ``conn=`` the job is inserted in that connection's open transaction: commit and
+        the job exists, roll back and it never did. With ``unique_key`` a second enqueue
+        while one is pending or running (``unique_scope="all"``: while one exists at all)
+        returns the existing job's id instead of adding another.
+        """
+        job = self.new_job(
+            job_type, payload, run_after=run_after, unique_key=unique_key,
+            unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts,
+        )  # fmt: skip
+        return self.insert([job], conn)[0]
+
+    async def enqueue_async(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        conn: Any = None,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+    ) -> int:
+        """``enqueue`` for async code: ``conn=`` takes a psycopg ``AsyncConnection`` or a
+        SQLAlchemy ``AsyncConnection`` / ``AsyncSession``."""
+        job = self.new_job(
+            job_type, payload, run_after=run_after, unique_key=unique_key,
+            unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts,
+        )  # fmt: skip
+        if conn is None:
+            return (await asyncio.to_thread(self.insert, [job]))[0]
+        from .store.foreign import insert_on_async
+
+        return (await insert_on_async(self.store, conn, [job]))[0]
+
+    def enqueue_many(
+        self,
+        jobs: Iterable[
+            tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], dict[str, Any]]
+        ],
+        *,
+        conn: Any = None,
+    ) -> list[int]:
+        """Store many jobs at once: ``[(type, payload), (type, payload, {options}), ...]``.
+
+        One statement per chunk of 1,000 on Postgres, one transaction on SQLite; returns
+        the ids in input order. All or nothing: an invalid job stores none of them.
+        """
+        rows = []
+        for item in jobs:
+            job_type, payload, *rest = item
+            rows.append(self.new_job(job_type, payload, **(rest[0] if rest else {})))
+        return self.insert(rows, conn)
+
+    def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
+        if conn is None:
+            return self.store.insert(jobs)
+        from .store.foreign import insert_on
+
+        return insert_on(self.store, conn, jobs)
+
+    # -- processing ---------------------------------------------------------------------
+    def process_jobs(
+        self,
+        limit: int = 100,
+        time_budget: float | None = None,
+        *,
+        queues: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Claim up to ``limit`` due jobs, run them here, record each outcome.
+
+        Returns a JSON-serialisable report: ``claimed``, ``succeeded``, ``retried``,
+        ``failed``, ``cancelled``, ``rescued`` (jobs recovered from dead workers),
+        ``stale`` (finished after losing their lease; not recorded), ``released`` and
+        ``duration_ms``. With ``time_budget`` (seconds) no job is started once it is spent.
+        """
+        return run_cycle(self, limit, time_budget, queues)
+
+    # -- inspection and manual transitions ----------------------------------------------
+    def get_job(self, job_id: int) -> Job | None:
+        """The job with this id, or None."""
+        return self.store.get(job_id)
+
+    def attempts(self, job_id: int) -> list[Attempt]:
+        """Every failed or interrupted attempt of a job, oldest first."""
+        return self.store.attempts(job_id)
+
+    def list_jobs(
+        self,
+        status: str | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[Job]:
+        """Jobs newest first, filtered; page with ``before_id`` = last id seen."""
+        return self.store.list_jobs(status, type, queue, limit, before_id)
+
+    def retry(self, job_id: int) -> Job:
+        """Put a failed or cancelled job back to pending, due now."""
+        return self.store.retry(job_id)
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a pending or running job (a running one finishes but changes nothing)."""
+        return self.store.cancel(job_id)
+
+    def prune(self, older_than: timedelta = timedelta(days=7)) -> int:
+        """Delete done, failed and cancelled jobs finished more than ``older_than`` ago."""
+        if older_than < timedelta(0):
+            raise ConfigurationError(f"older_than must be >= 0, got {older_than}")
+        return self.store.prune(older_than)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by status, queue and type; due backlog; failures in the last hour."""
+        return self.store.stats()
+
+    def close(self) -> None:
+        """Close this thread's database connection."""
+        if self._keeper is not None:
+            self._keeper[1].stop()
+        self.store.close()

@@ -1,0 +1,385 @@
+"""The one seam to the database: a store speaks job transitions, never opaque bytes.
+
+``SqlStore`` holds every transition once; a backend supplies only its SQL dialect
+(``sql/<dialect>.sql``), how to connect, and how to run statements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..clock import Clock, SystemClock
+from ..errors import InvalidTransition, JobNotFound
+from ..job import Attempt, Job, JobState, NewJob
+from .queries import JOB_COLUMNS, load_queries, migrations
+
+Rows = list[tuple[Any, ...]]
+Statement = tuple[str, dict[str, Any]]
+CHUNK = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one attempt came to: ``kind`` is complete, retry_later, fail or cancel_running."""
+
+    job: Job
+    kind: str
+    error: str | None = None
+    delay: float = 0.0
+    duration: float = 0.0
+
+
+@dataclass(slots=True)
+class Recorded:
+    """Which outcomes the store applied; ``stale`` lost their lease before finishing."""
+
+    completed: list[Job] = field(default_factory=list)
+    retried: list[Job] = field(default_factory=list)
+    failed: list[Job] = field(default_factory=list)
+    cancelled: list[Job] = field(default_factory=list)
+    stale: list[Job] = field(default_factory=list)
+
+
+class SqlStore:
+    """Transitions of ``tickq_jobs`` over a DB-API connection per thread."""
+
+    dialect = ""
+    paramstyle = "named"
+
+    def __init__(self, url: str, clock: Clock | None = None) -> None:
+        self.url = url
+        self.clock = clock or SystemClock()
+        self.q = load_queries(self.dialect, self.paramstyle)
+        self._local = threading.local()
+
+    # -- what a backend provides -------------------------------------------------------
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
+        raise NotImplementedError
+
+    def _run_many(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
+        raise NotImplementedError
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        yield
+
+    def _ts(self, value: datetime | None) -> Any:
+        return value
+
+    def _decode_ts(self, value: Any) -> datetime | None:
+        return value  # type: ignore[no-any-return]
+
+    def _decode_json(self, value: Any) -> Any:
+        return value
+
+    def _db_clock(self) -> bool:
+        """True when the database's own clock decides what is due."""
+        return False
+
+    def _migrate(self, conn: Any, steps: list[tuple[int, str, str]]) -> list[int]:
+        raise NotImplementedError
+
+    # -- connection per thread (and per process, after a fork) --------------------------
+    def connection(self) -> Any:
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is None or local.pid != os.getpid():
+            with self._errors():
+                local.conn, local.pid = self._connect(), os.getpid()
+        return local.conn
+
+    def drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with suppress(Exception):
+                conn.close()
+
+    def close(self) -> None:
+        self.drop_connection()
+
+    def run(self, name: str, **params: Any) -> Rows:
+        with self._errors():
+            return self._run(self.connection(), self.q[name], params)
+
+    def run_many(self, statements: Sequence[Statement]) -> list[Rows]:
+        with self._errors():
+            return self._run_many(self.connection(), statements)
+
+    # -- time ---------------------------------------------------------------------------
+    def now(self) -> datetime:
+        """The time that decides what is due (the database's own on Postgres)."""
+        if self._db_clock():
+            return self._decode_ts(self.run("db_now")[0][0])  # type: ignore[return-value]
+        return self.clock.now()
+
+    def _now(self) -> Any:
+        return None if self._db_clock() else self._ts(self.clock.now())
+
+    def _in(self, seconds: float) -> Any:
+        if self._db_clock():
+            return None
+        return self._ts(self.clock.now() + timedelta(seconds=seconds))
+
+    # -- rows ---------------------------------------------------------------------------
+    def job_from_row(self, row: Sequence[Any]) -> Job:
+        r = dict(zip(JOB_COLUMNS, row, strict=True))
+        ts = self._decode_ts
+        return Job(
+            id=r["id"], type=r["type"], queue=r["queue"],
+            payload=self._decode_json(r["payload"]), status=JobState(r["status"]),
+            priority=r["priority"], attempts=r["attempts"], max_attempts=r["max_attempts"],
+            run_after=ts(r["run_after"]),  # type: ignore[arg-type]
+            last_error=r["last_error"], unique_key=r["unique_key"],
+            created_at=ts(r["created_at"]),  # type: ignore[arg-type]
+            updated_at=ts(r["updated_at"]),  # type: ignore[arg-type]
+            attempted_at=ts(r["attempted_at"]), finished_at=ts(r["finished_at"]),
+            lease_owner=r["lease_owner"], lease_expires_at=ts(r["lease_expires_at"]),
+            meta=self._decode_json(r["meta"]) or {},
+        )  # fmt: skip
+
+    def insert_params(self, job: NewJob) -> dict[str, Any]:
+        return {
+            "type": job.type, "queue": job.queue, "payload": job.payload_json,
+            "priority": job.priority, "max_attempts": job.max_attempts,
+            "run_after": self._ts(job.run_after), "unique_key": job.unique_key,
+            "unique_scope": job.unique_scope, "meta": job.meta_json, "now": self._now(),
+        }  # fmt: skip
+
+    # -- schema -------------------------------------------------------------------------
+    def migrate(self) -> list[int]:
+        """Apply the migrations not yet applied; returns their versions. Idempotent."""
+        with self._errors():
+            return self._migrate(self.connection(), migrations(self.dialect))
+
+    def schema_sql(self) -> str:
+        """Every migration's SQL, in order, for users who manage their own schema."""
+        parts = [f"-- {name}\n{sql.strip()}\n" for _, name, sql in migrations(self.dialect)]
+        return "\n".join(parts)
+
+    # -- enqueue ------------------------------------------------------------------------
+    def insert(self, jobs: Sequence[NewJob]) -> list[int]:
+        """Insert jobs on tickq's own connection; a unique clash yields the existing id."""
+        ids: list[int] = []
+        for start in range(0, len(jobs), CHUNK):
+            chunk = jobs[start : start + CHUNK]
+            ids.extend(self._insert_chunk(chunk))
+        return ids
+
+    def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
+        results = self.run_many([("insert", self.insert_params(j)) for j in jobs])
+        return [self._existing_or_new(j, rows) for j, rows in zip(jobs, results, strict=True)]
+
+    def _existing_or_new(self, job: NewJob, rows: Rows) -> int:
+        if rows:
+            return int(rows[0][0])
+        for _ in range(5):
+            found = self.run(
+                "find_unique", unique_key=job.unique_key, unique_scope=job.unique_scope
+            )
+            if found:
+                return int(found[0][0])
+            # The clashing job finished between our insert and the look-up: insert again.
+            again = self.run("insert", **self.insert_params(job))
+            if again:
+                return int(again[0][0])
+        raise RuntimeError(f"could not insert or find the job with unique_key {job.unique_key!r}")
+
+    # -- claim and record ---------------------------------------------------------------
+    def claim(
+        self, owner: str, limit: int, lease_seconds: float, queues: Sequence[str] | None = None
+    ) -> list[Job]:
+        """Move up to ``limit`` due pending jobs to running under ``owner``'s lease."""
+        rows = self.run(
+            "claim", owner=owner, limit=limit, lease_seconds=lease_seconds,
+            lease_until=self._in(lease_seconds), now=self._now(),
+            queues=self._queues_param(queues),
+        )  # fmt: skip
+        jobs = [self.job_from_row(r) for r in rows]
+        jobs.sort(key=lambda j: (-j.priority, j.run_after, j.id))
+        return jobs
+
+    def _queues_param(self, queues: Sequence[str] | None) -> Any:
+        return list(queues) if queues else None
+
+    def record(self, owner: str, outcomes: Sequence[Outcome]) -> Recorded:
+        """Apply each attempt's outcome, guarded by (status running, attempt, owner)."""
+        done = [o.job for o in outcomes if o.kind == "complete"]
+        others = [o for o in outcomes if o.kind != "complete"]
+        statements: list[Statement] = []
+        if done:
+            statements.append(("complete", self._complete_params(owner, done)))
+        for o in others:
+            statements.extend(self._outcome_statements(owner, o))
+        results = self.run_many(statements) if statements else []
+        return self._recorded(done, others, results)
+
+    def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
+        """The statements of one outcome; the last one's rows tell whether it applied."""
+        return [(outcome.kind, self._outcome_params(owner, outcome))]
+
+    def _complete_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+        return {
+            "owner": owner, "now": self._now(),
+            "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs],
+            "pairs": json.dumps([[j.id, j.attempts] for j in jobs]),
+        }  # fmt: skip
+
+    def _outcome_params(self, owner: str, o: Outcome) -> dict[str, Any]:
+        return {
+            "id": o.job.id, "attempt": o.job.attempts, "owner": owner, "error": o.error,
+            "delay": o.delay, "run_after": self._in(o.delay), "now": self._now(),
+            "outcome": {"retry_later": "error", "fail": "error"}.get(o.kind, "cancelled"),
+        }  # fmt: skip
+
+    def _recorded(self, done: list[Job], others: list[Outcome], results: list[Rows]) -> Recorded:
+        out = Recorded()
+        if done:
+            applied = {r[0] for r in results.pop(0)}
+            out.completed = [j for j in done if j.id in applied]
+            out.stale = [j for j in done if j.id not in applied]
+        buckets = {"retry_later": out.retried, "fail": out.failed, "cancel_running": out.cancelled}
+        per_outcome = len(results) // len(others) if others else 0
+        for i, outcome in enumerate(others):
+            rows = results[(i + 1) * per_outcome - 1]
+            if rows:
+                buckets[outcome.kind].append(self.job_from_row(rows[0]))
+            else:
+                out.stale.append(outcome.job)
+        return out
+
+    def release(self, owner: str, jobs: Sequence[Job]) -> list[int]:
+        """Put claimed-but-unfinished jobs back to pending without counting the attempt."""
+        statements = [
+            ("release", {"id": j.id, "attempt": j.attempts, "owner": owner, "now": self._now()})
+            for j in jobs
+        ]
+        results = self.run_many(statements) if statements else []
+        return [rows[0][0] for rows in results if rows]
+
+    def extend_leases(self, owner: str, ids: Sequence[int], lease_seconds: float) -> set[int]:
+        """Push the leases of ``ids`` forward; returns the ids ``owner`` still holds."""
+        if not ids:
+            return set()
+        rows = self.run(
+            "extend_leases", owner=owner, ids=self._ids_param(ids), now=self._now(),
+            lease_seconds=lease_seconds, lease_until=self._in(lease_seconds),
+        )  # fmt: skip
+        return {r[0] for r in rows}
+
+    def _ids_param(self, ids: Sequence[int]) -> Any:
+        return list(ids)
+
+    def rescue_expired(self) -> list[Job]:
+        """Jobs whose lease ran out go back to pending (or failed, when out of attempts)."""
+        return [self.job_from_row(r) for r in self.run("rescue_expired", now=self._now())]
+
+    # -- reads and manual transitions ----------------------------------------------------
+    def get(self, job_id: int) -> Job | None:
+        rows = self.run("get", id=job_id)
+        return self.job_from_row(rows[0]) if rows else None
+
+    def list_jobs(
+        self,
+        status: str | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[Job]:
+        rows = self.run(
+            "list", status=status, type=type, queue=queue, limit=limit, before_id=before_id
+        )
+        return [self.job_from_row(r) for r in rows]
+
+    def attempts(self, job_id: int) -> list[Attempt]:
+        return [
+            Attempt(r[0], r[1], self._decode_ts(r[2]), self._decode_ts(r[3]), r[4], r[5])  # type: ignore[arg-type]
+            for r in self.run("attempts", id=job_id)
+        ]
+
+    def retry(self, job_id: int) -> Job:
+        """Manual retry: a failed or cancelled job goes back to pending, due now."""
+        rows = self._guarded_manual("retry", job_id, "retry")
+        return self.job_from_row(rows[0])
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a pending or running job (a running one's late result is then ignored)."""
+        rows = self._guarded_manual("cancel", job_id, "cancel")
+        return self.job_from_row(rows[0])
+
+    def _guarded_manual(self, name: str, job_id: int, verb: str) -> Rows:
+        try:
+            rows = self.run(name, id=job_id, now=self._now())
+        except self.integrity_errors() as exc:
+            job = self.get(job_id)
+            key = job.unique_key if job else None
+            raise InvalidTransition(
+                f"cannot {verb} job {job_id}: another pending or running job already holds "
+                f"its unique_key {key!r}; wait for it to finish or cancel it first"
+            ) from exc
+        if rows:
+            return rows
+        job = self.get(job_id)
+        if job is None:
+            raise JobNotFound(f"job {job_id} does not exist (it may have been pruned)")
+        allowed = "failed or cancelled" if verb == "retry" else "pending or running"
+        raise InvalidTransition(
+            f"cannot {verb} job {job_id}: it is {job.status.value}; "
+            f"only {allowed} jobs can be {'retried' if verb == 'retry' else 'cancelled'}"
+        )
+
+    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+        return ()
+
+    def prune(self, older_than: timedelta, batch: int = 5000) -> int:
+        """Delete finished jobs (and their attempts) that finished before now - older_than."""
+        cutoff = self._ts(self.now() - older_than)
+        total = 0
+        while True:
+            deleted = self._prune_batch(cutoff, batch)
+            total += deleted
+            if deleted < batch:
+                return total
+
+    def _prune_batch(self, cutoff: Any, batch: int) -> int:
+        rows = self.run("prune", cutoff=cutoff, batch=batch)
+        return len(rows)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by status, queue and type, plus due backlog and recent failures."""
+        now = self.now()
+        by_status = {s.value: 0 for s in JobState}
+        by_queue: dict[str, dict[str, int]] = {}
+        by_type: dict[str, dict[str, int]] = {}
+        for queue, status, type_, count in self.run("counts"):
+            by_status[status] += count
+            by_queue.setdefault(queue, {}).setdefault(status, 0)
+            by_queue[queue][status] += count
+            by_type.setdefault(type_, {}).setdefault(status, 0)
+            by_type[type_][status] += count
+        due, oldest = self.run("due_summary", now=self._ts(now))[0]
+        oldest_ts = self._decode_ts(oldest)
+        since = self._ts(now - timedelta(hours=1))
+        return {
+            "by_status": by_status, "by_queue": by_queue, "by_type": by_type,
+            "due": due,
+            "oldest_due_age_seconds": (now - oldest_ts).total_seconds() if oldest_ts else None,
+            "failed_last_hour": self.run("failed_since", since=since)[0][0],
+            "now": now.isoformat(),
+        }  # fmt: skip
+
+    def due_summary(self) -> tuple[int, datetime | None]:
+        """(number of pending jobs due now, when the next pending job comes due)."""
+        due = self.run("due_summary", now=self._now())[0][0]
+        return due, self._decode_ts(self.run("next_due")[0][0])

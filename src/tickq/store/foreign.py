@@ -1,0 +1,142 @@
+"""Enqueue inside the caller's own transaction, on the caller's own connection.
+
+Accepted: ``sqlite3.Connection``; psycopg 3 ``Connection`` / ``AsyncConnection``; psycopg2
+connections; SQLAlchemy ``Connection`` / ``Session`` and ``AsyncConnection`` /
+``AsyncSession``. tickq never commits or rolls back a connection it did not open.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..job import NewJob
+from .base import Rows, SqlStore
+from .queries import load_queries
+
+SyncRun = Callable[[str, dict[str, Any]], Rows]
+AsyncRun = Callable[[str, dict[str, Any]], Awaitable[Rows]]
+
+
+@lru_cache
+def _queries(dialect: str, paramstyle: str) -> dict[str, str]:
+    return load_queries(dialect, paramstyle)
+
+
+def _module(conn: Any) -> str:
+    return type(conn).__module__
+
+
+def _check_dialect(store: SqlStore, dialect: str, conn: Any) -> None:
+    if dialect != store.dialect:
+        raise ConfigurationError(
+            f"conn is a {dialect} connection ({type(conn).__name__}) but this Queue stores "
+            f"jobs in {store.dialect}; pass a connection to the same database as the Queue"
+        )
+
+
+def _unsupported(conn: Any, async_: bool) -> ConfigurationError:
+    kinds = (
+        "a psycopg AsyncConnection or a SQLAlchemy AsyncConnection/AsyncSession"
+        if async_
+        else "a sqlite3.Connection, a psycopg/psycopg2 connection, or a SQLAlchemy "
+        "Connection/Session"
+    )
+    return ConfigurationError(
+        f"conn= got {type(conn).__module__}.{type(conn).__name__}; expected {kinds}"
+    )
+
+
+def sync_runner(store: SqlStore, conn: Any) -> SyncRun:
+    """A function running tickq's named queries on ``conn``, in its open transaction."""
+    if isinstance(conn, sqlite3.Connection):
+        _check_dialect(store, "sqlite", conn)
+        q = _queries("sqlite", "named")
+        return lambda name, p: conn.execute(q[name], p).fetchall()
+    module = _module(conn)
+    if module.startswith(("psycopg.", "psycopg2")):
+        _check_dialect(store, "postgres", conn)
+        q = _queries("postgres", "pyformat")
+
+        def run_psycopg(name: str, params: dict[str, Any]) -> Rows:
+            with conn.cursor() as cur:
+                cur.execute(q[name], params)
+                return cur.fetchall() if cur.description else []
+
+        return run_psycopg
+    if module.startswith("sqlalchemy."):
+        return _sqlalchemy_runner(store, conn)
+    raise _unsupported(conn, async_=False)
+
+
+def _sqlalchemy_runner(store: SqlStore, conn: Any) -> SyncRun:
+    from sqlalchemy import text
+
+    connection = conn.connection() if hasattr(conn, "get_bind") else conn
+    dialect = _sqlalchemy_dialect(connection.dialect.name)
+    _check_dialect(store, dialect, conn)
+    q = _queries(dialect, "named")
+    return lambda name, p: [tuple(r) for r in connection.execute(text(q[name]), p).fetchall()]
+
+
+def _sqlalchemy_dialect(name: str) -> str:
+    return {"postgresql": "postgres", "sqlite": "sqlite"}.get(name, name)
+
+
+def async_runner(store: SqlStore, conn: Any) -> AsyncRun:
+    module = _module(conn)
+    if module.startswith("psycopg."):
+        _check_dialect(store, "postgres", conn)
+        q = _queries("postgres", "pyformat")
+
+        async def run_psycopg(name: str, params: dict[str, Any]) -> Rows:
+            async with conn.cursor() as cur:
+                await cur.execute(q[name], params)
+                return await cur.fetchall() if cur.description else []
+
+        return run_psycopg
+    if module.startswith("sqlalchemy."):
+        from sqlalchemy import text
+
+        async def run_sqlalchemy(name: str, params: dict[str, Any]) -> Rows:
+            connection = await conn.connection() if hasattr(conn, "get_bind") else conn
+            dialect = _sqlalchemy_dialect(connection.dialect.name)
+            _check_dialect(store, dialect, conn)
+            result = await connection.execute(text(_queries(dialect, "named")[name]), params)
+            return [tuple(r) for r in result.fetchall()]
+
+        return run_sqlalchemy
+    raise _unsupported(conn, async_=True)
+
+
+def insert_on(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) -> list[int]:
+    """Insert ``jobs`` on the caller's connection; unique clashes yield the existing id."""
+    run = sync_runner(store, conn)
+    ids = []
+    for job in jobs:
+        params = store.insert_params(job)
+        rows = run("insert", params)
+        for _ in range(5):
+            if rows:
+                break
+            rows = run("find_unique", params) or run("insert", params)
+        ids.append(int(rows[0][0]))
+    return ids
+
+
+async def insert_on_async(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) -> list[int]:
+    """The async twin of ``insert_on``."""
+    run = async_runner(store, conn)
+    ids = []
+    for job in jobs:
+        params = store.insert_params(job)
+        rows = await run("insert", params)
+        for _ in range(5):
+            if rows:
+                break
+            rows = await run("find_unique", params) or await run("insert", params)
+        ids.append(int(rows[0][0]))
+    return ids

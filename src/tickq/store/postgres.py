@@ -1,0 +1,153 @@
+"""PostgreSQL store (psycopg 3): ``FOR UPDATE SKIP LOCKED`` claims, pipelined writes.
+
+The only module that imports psycopg, and only when a Postgres URL is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from ..clock import Clock, SystemClock
+from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
+from ..job import NewJob
+from .base import CHUNK, Rows, SqlStore, Statement
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigurationError(
+            "a postgresql:// URL needs the Postgres driver: pip install 'tickq[postgres]'"
+        ) from exc
+    return psycopg
+
+
+def normalise_url(url: str) -> str:
+    """Accept SQLAlchemy-style ``postgresql+psycopg://`` and ``postgres://`` too."""
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql{sep}{rest}" if scheme.startswith(("postgresql+", "postgres")) else url
+
+
+class PostgresStore(SqlStore):
+    """Jobs in a Postgres table; several workers on several machines share it safely."""
+
+    dialect = "postgres"
+    paramstyle = "pyformat"
+
+    def __init__(self, url: str, clock: Clock | None = None) -> None:
+        super().__init__(normalise_url(url), clock)
+        self.psycopg = _psycopg()
+        self._system_clock = isinstance(self.clock, SystemClock)
+
+    def _db_clock(self) -> bool:
+        return self._system_clock
+
+    def _connect(self) -> Any:
+        return self.psycopg.connect(
+            self.url, autocommit=True, connect_timeout=10, application_name="tickq"
+        )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        errors = self.psycopg.errors
+        try:
+            yield
+        except errors.UndefinedTable as exc:
+            raise SchemaMissing(
+                f"tickq's tables are missing in this database ({exc.diag.message_primary}); "
+                "run q.migrate() or `tickq migrate APP` first"
+            ) from exc
+        except self.psycopg.OperationalError as exc:
+            self.drop_connection()
+            where = self.url.split("@")[-1].split("?")[0]
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {where} is unreachable or dropped the connection "
+                f"({first_line}); tickq reconnects on the next call"
+            ) from exc
+
+    def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+
+    def _run_many(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
+        if len(statements) == 1:
+            name, params = statements[0]
+            return [self._run(conn, self.q[name], params)]
+        cursors = []
+        with conn.pipeline(), conn.transaction():
+            for name, params in statements:
+                cur = conn.cursor()
+                cur.execute(self.q[name], params)
+                cursors.append(cur)
+        return [cur.fetchall() if cur.description else [] for cur in cursors]
+
+    def _decode_ts(self, value: Any) -> datetime | None:
+        return value.astimezone(UTC) if value is not None else None
+
+    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+        return (self.psycopg.IntegrityError,)
+
+    def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
+        if len(jobs) == 1:
+            return super()._insert_chunk(jobs)
+        rows = self.run("insert_many", **insert_many_params(self, jobs))
+        return match_inserted(self, jobs, rows)
+
+    def _migrate(self, conn: Any, steps: list[tuple[int, str, str]]) -> list[int]:
+        applied_now = []
+        with conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.tickq_migrate'))"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            applied = {r[0] for r in conn.execute("SELECT version FROM tickq_migrations")}
+            for version, name, sql in steps:
+                if version in applied:
+                    continue
+                conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO tickq_migrations (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+                applied_now.append(version)
+        return applied_now
+
+
+def insert_many_params(store: SqlStore, jobs: Sequence[NewJob]) -> dict[str, Any]:
+    """Column arrays for the one-statement bulk insert (``unnest``)."""
+    if len(jobs) > CHUNK:
+        raise ValueError(f"at most {CHUNK} jobs per bulk insert, got {len(jobs)}")
+    return {
+        "types": [j.type for j in jobs], "queues": [j.queue for j in jobs],
+        "payloads": [j.payload_json for j in jobs], "priorities": [j.priority for j in jobs],
+        "max_attempts": [j.max_attempts for j in jobs],
+        "run_afters": [j.run_after.isoformat() if j.run_after else None for j in jobs],
+        "unique_keys": [j.unique_key for j in jobs],
+        "unique_scopes": [j.unique_scope for j in jobs],
+        "metas": [j.meta_json for j in jobs], "now": store._now(),
+    }  # fmt: skip
+
+
+def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[int]:
+    """Line the returned (id, unique_key) rows up with the input; clashes get existing ids.
+
+    Ids come from one sequence in statement order, so sorted ids follow the input order.
+    """
+    inserted = sorted(rows)
+    ids, i = [], 0
+    for job in jobs:
+        if i < len(inserted) and (job.unique_key is None or inserted[i][1] == job.unique_key):
+            ids.append(int(inserted[i][0]))
+            i += 1
+        else:
+            ids.append(store._existing_or_new(job, []))
+    return ids

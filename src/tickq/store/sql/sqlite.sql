@@ -1,0 +1,151 @@
+-- Named queries for SQLite. Parameters are :name. Times are computed in Python
+-- (:now, :run_after, :lease_until) as ISO-8601 UTC text.
+
+-- name: insert
+INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                        unique_key, unique_scope, meta, created_at, updated_at)
+VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
+        :unique_key, :unique_scope, :meta, :now, :now)
+ON CONFLICT DO NOTHING
+RETURNING id
+
+-- name: find_unique
+SELECT id FROM tickq_jobs
+WHERE unique_key = :unique_key
+  AND (status IN ('pending', 'running') OR (:unique_scope = 'all' AND unique_scope = 'all'))
+ORDER BY id DESC LIMIT 1
+
+-- name: claim
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND run_after <= :now
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+    ORDER BY priority DESC, run_after, id
+    LIMIT :limit)
+RETURNING {job_columns}
+
+-- name: complete
+UPDATE tickq_jobs
+SET status = 'done', finished_at = :now, updated_at = :now,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE status = 'running' AND lease_owner = :owner
+  AND (id, attempts) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                         FROM json_each(:pairs))
+RETURNING id
+
+-- name: retry_later
+UPDATE tickq_jobs
+SET status = 'pending', run_after = :run_after, last_error = :error,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+RETURNING {job_columns}
+
+-- name: fail
+UPDATE tickq_jobs
+SET status = 'failed', last_error = :error, finished_at = :now, updated_at = :now,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+RETURNING {job_columns}
+
+-- name: cancel_running
+UPDATE tickq_jobs
+SET status = 'cancelled', last_error = :error, finished_at = :now, updated_at = :now,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+RETURNING {job_columns}
+
+-- name: record_attempt
+-- Runs just before retry_later / fail / cancel_running, in the same transaction and
+-- under the same guard, so an attempt is recorded exactly when its outcome is.
+INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+SELECT id, attempts, attempted_at, :now, :outcome, :error FROM tickq_jobs
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+ON CONFLICT DO NOTHING
+
+-- name: release
+UPDATE tickq_jobs
+SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
+    lease_expires_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+RETURNING id
+
+-- name: extend_leases
+UPDATE tickq_jobs SET lease_expires_at = :lease_until
+WHERE status = 'running' AND lease_owner = :owner
+  AND id IN (SELECT value FROM json_each(:ids))
+RETURNING id
+
+-- name: any_expired
+SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
+
+-- name: record_expired_attempts
+INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+SELECT id, attempts, attempted_at, :now, 'lease_expired',
+       'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
+       || ' which stopped renewing its lease (crashed, killed or cut off) before finishing'
+FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now
+ON CONFLICT DO NOTHING
+
+-- name: rescue_expired
+UPDATE tickq_jobs
+SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
+    last_error = 'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
+        || ' which stopped renewing its lease (crashed, killed or cut off) before finishing',
+    run_after = :now, lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE status = 'running' AND lease_expires_at < :now
+RETURNING {job_columns}
+
+-- name: get
+SELECT {job_columns} FROM tickq_jobs WHERE id = :id
+
+-- name: list
+SELECT {job_columns} FROM tickq_jobs
+WHERE (:status IS NULL OR status = :status)
+  AND (:type IS NULL OR type = :type)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC LIMIT :limit
+
+-- name: attempts
+SELECT job_id, attempt, started_at, finished_at, outcome, error
+FROM tickq_attempts WHERE job_id = :id ORDER BY attempt
+
+-- name: retry
+UPDATE tickq_jobs
+SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
+    max_attempts = MAX(max_attempts, attempts + 1)
+WHERE id = :id AND status IN ('failed', 'cancelled')
+RETURNING {job_columns}
+
+-- name: cancel
+UPDATE tickq_jobs
+SET status = 'cancelled', finished_at = :now, updated_at = :now,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE id = :id AND status IN ('pending', 'running')
+RETURNING {job_columns}
+
+-- name: prune
+DELETE FROM tickq_jobs WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
+    LIMIT :batch)
+RETURNING id
+
+-- name: prune_attempts
+DELETE FROM tickq_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+
+-- name: counts
+SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
+
+-- name: due_summary
+SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
+
+-- name: next_due
+SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+
+-- name: failed_since
+SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since

@@ -1,0 +1,178 @@
+"""SQLite store: WAL, a busy timeout, and ``BEGIN IMMEDIATE`` so writers queue up."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from ..clock import Clock
+from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
+from ..job import Job
+from .base import Rows, SqlStore, Statement
+
+SYNCHRONOUS = ("off", "normal", "full", "extra")
+
+
+def sqlite_path(url: str) -> tuple[str, dict[str, str]]:
+    """``sqlite:///app.db`` -> ``app.db``; ``sqlite:////abs/app.db`` -> ``/abs/app.db``."""
+    parts = urlsplit(url)
+    if parts.netloc:
+        raise ConfigurationError(
+            f"SQLite URL {url!r} has a host part; use sqlite:///relative.db or "
+            "sqlite:////absolute/path.db (three or four slashes)"
+        )
+    path = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not path:
+        raise ConfigurationError(f"SQLite URL {url!r} names no file; e.g. sqlite:///tickq.db")
+    options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    return path, options
+
+
+class SQLiteStore(SqlStore):
+    """Jobs in a SQLite file. Each thread gets its own connection."""
+
+    dialect = "sqlite"
+    paramstyle = "named"
+
+    def __init__(self, url: str, clock: Clock | None = None) -> None:
+        super().__init__(url, clock)
+        self.path, options = sqlite_path(url)
+        self.busy_timeout = float(options.get("timeout", 30))
+        self.synchronous = options.get("synchronous", "full").lower()
+        if self.synchronous not in SYNCHRONOUS:
+            raise ConfigurationError(
+                f"synchronous must be one of {', '.join(SYNCHRONOUS)}, got {self.synchronous!r}"
+            )
+        self._uri = self.path == ":memory:"
+        if self._uri:
+            self.path = f"file:tickq-{id(self)}?mode=memory&cache=shared"
+            self._keepalive = self._connect()  # the shared in-memory database lives with it
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None,
+            check_same_thread=False, uri=self._uri,
+        )  # fmt: skip
+        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        return conn
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            message = str(exc)
+            if "no such table" in message:
+                raise SchemaMissing(
+                    f"tickq's tables are missing in {self.path} ({message}); "
+                    "run q.migrate() or `tickq migrate APP` first"
+                ) from exc
+            if "locked" in message or "busy" in message:
+                raise DatabaseUnavailable(
+                    f"SQLite database {self.path} stayed locked by another writer for "
+                    f"{self.busy_timeout:g}s; try again, or raise ?timeout= in the URL"
+                ) from exc
+            if "unable to open" in message:
+                raise DatabaseUnavailable(
+                    f"cannot open SQLite database {self.path!r}: {message}; "
+                    "check the folder exists and is writable"
+                ) from exc
+            raise
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _run(self, conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> Rows:
+        return conn.execute(sql, params).fetchall()
+
+    def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
+        with self._transaction(conn):
+            return [conn.execute(self.q[name], p).fetchall() for name, p in statements]
+
+    def _ts(self, value: datetime | None) -> str | None:
+        if value is None:
+            return None
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+    def _decode_ts(self, value: Any) -> datetime | None:
+        return datetime.fromisoformat(value) if value else None
+
+    def _decode_json(self, value: Any) -> Any:
+        return json.loads(value) if value else None
+
+    def _queues_param(self, queues: Sequence[str] | None) -> Any:
+        return json.dumps(list(queues)) if queues else None
+
+    def _ids_param(self, ids: Sequence[int]) -> Any:
+        return json.dumps(list(ids))
+
+    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+        return (sqlite3.IntegrityError,)
+
+    def _outcome_statements(self, owner: str, outcome: Any) -> list[Statement]:
+        params = self._outcome_params(owner, outcome)
+        return [("record_attempt", params), (outcome.kind, params)]
+
+    def rescue_expired(self) -> list[Job]:
+        if not self.run("any_expired", now=self._now()):
+            return []
+        now = self._now()
+        _, rows = self.run_many(
+            [("record_expired_attempts", {"now": now}), ("rescue_expired", {"now": now})]
+        )
+        return [self.job_from_row(r) for r in rows]
+
+    def _prune_batch(self, cutoff: Any, batch: int) -> int:
+        conn = self.connection()
+        with self._errors(), self._transaction(conn):
+            ids = [r[0] for r in conn.execute(self.q["prune"], {"cutoff": cutoff, "batch": batch})]
+            conn.execute(self.q["prune_attempts"], {"ids": json.dumps(ids)})
+        return len(ids)
+
+    def _migrate(self, conn: sqlite3.Connection, steps: list[tuple[int, str, str]]) -> list[int]:
+        conn.execute("PRAGMA journal_mode=WAL")
+        applied_now = []
+        with self._transaction(conn):
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {r[0] for r in conn.execute("SELECT version FROM tickq_migrations")}
+            for version, name, sql in steps:
+                if version in applied:
+                    continue
+                for statement in split_statements(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO tickq_migrations VALUES (?, ?, ?)",
+                    (version, name, self._ts(self.clock.now())),
+                )
+                applied_now.append(version)
+        return applied_now
+
+
+def split_statements(script: str) -> list[str]:
+    """Split a SQL script into statements (executescript would commit on its own)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip() and not all(
+        ln.strip().startswith("--") or not ln.strip() for ln in current.splitlines()
+    ):
+        statements.append(current.strip())
+    return statements
