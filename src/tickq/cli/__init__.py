@@ -1,0 +1,50 @@
+"""The ``tickq`` command: thin commands over the Queue facade.
+
+Each area lives in its own module exposing ``register(subparsers)``; a command's handler
+takes the parsed ``args`` and returns an exit code. User errors print one line, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ..errors import TickqError
+
+COMMAND_MODULES = ("core",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tickq",
+        description="Durable background jobs in your app's own database.",
+    )
+    parser.add_argument("--version", action="version", version=f"tickq {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except TickqError as exc:
+        print(f"tickq: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

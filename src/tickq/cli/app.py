@@ -1,0 +1,52 @@
+"""Find the user's ``Queue`` from ``module:attribute`` (or ``TICKQ_APP``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from ..errors import ConfigurationError
+from ..queue import Queue
+
+
+def add_app_argument(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument(
+        "app",
+        nargs="?" if not required or os.environ.get("TICKQ_APP") else None,
+        default=os.environ.get("TICKQ_APP"),
+        metavar="APP",
+        help="module:attribute naming your Queue, e.g. myapp.jobs:q (default: $TICKQ_APP)",
+    )
+
+
+def load_app(spec: str | None) -> Queue:
+    """Import ``module:attribute`` and return the Queue it names."""
+    if not spec:
+        raise ConfigurationError(
+            "no app given: pass APP as module:attribute (e.g. myapp.jobs:q) or set TICKQ_APP"
+        )
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigurationError(f"APP must look like module:attribute, got {spec!r}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ConfigurationError(
+                f"cannot import {module_name!r} for APP {spec!r}: run tickq from your "
+                "project's folder or put it on PYTHONPATH"
+            ) from exc
+        raise
+    target = module
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigurationError(f"{module_name!r} has no attribute {attr!r}") from None
+    if not isinstance(target, Queue):
+        raise ConfigurationError(f"{spec} is a {type(target).__name__}, not a tickq.Queue")
+    return target
