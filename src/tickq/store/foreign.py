@@ -27,7 +27,8 @@ def _queries(dialect: str, paramstyle: str) -> dict[str, str]:
 
 
 def _module(conn: Any) -> str:
-    return type(conn).__module__
+    """The top-level package of the connection's class: psycopg, psycopg2, sqlalchemy..."""
+    return type(conn).__module__.split(".")[0]
 
 
 def _check_dialect(store: SqlStore, dialect: str, conn: Any) -> None:
@@ -57,7 +58,7 @@ def sync_runner(store: SqlStore, conn: Any) -> SyncRun:
         q = _queries("sqlite", "named")
         return lambda name, p: conn.execute(q[name], p).fetchall()
     module = _module(conn)
-    if module.startswith(("psycopg.", "psycopg2")):
+    if module in ("psycopg", "psycopg2"):
         _check_dialect(store, "postgres", conn)
         q = _queries("postgres", "pyformat")
 
@@ -67,7 +68,7 @@ def sync_runner(store: SqlStore, conn: Any) -> SyncRun:
                 return cur.fetchall() if cur.description else []
 
         return run_psycopg
-    if module.startswith("sqlalchemy."):
+    if module == "sqlalchemy":
         return _sqlalchemy_runner(store, conn)
     raise _unsupported(conn, async_=False)
 
@@ -88,7 +89,7 @@ def _sqlalchemy_dialect(name: str) -> str:
 
 def async_runner(store: SqlStore, conn: Any) -> AsyncRun:
     module = _module(conn)
-    if module.startswith("psycopg."):
+    if module == "psycopg":
         _check_dialect(store, "postgres", conn)
         q = _queries("postgres", "pyformat")
 
@@ -98,7 +99,7 @@ def async_runner(store: SqlStore, conn: Any) -> AsyncRun:
                 return await cur.fetchall() if cur.description else []
 
         return run_psycopg
-    if module.startswith("sqlalchemy."):
+    if module == "sqlalchemy":
         from sqlalchemy import text
 
         async def run_sqlalchemy(name: str, params: dict[str, Any]) -> Rows:

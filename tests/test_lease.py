@@ -1,0 +1,44 @@
+"""Leases: renewed while a job runs, lost when someone else took the job over."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tickq import FrozenClock, Queue
+from tickq.lease import LeaseKeeper
+
+
+def test_renewed_leases_keep_a_long_job_from_being_rescued(db_url: str) -> None:
+    clock = FrozenClock()
+    q = Queue(db_url, clock=clock, lease_seconds=60)
+    q.migrate()
+    q.job(name="long")(lambda: None)
+    q.enqueue("long")
+    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper.hold([job])
+    for _ in range(5):  # five minutes of running, renewed every 40 s
+        clock.advance(seconds=40)
+        keeper.renew()
+        assert q.store.rescue_expired() == []
+    assert keeper.lost() == set()
+    renewed = q.get_job(job.id)
+    assert renewed is not None and renewed.lease_expires_at == clock.now() + timedelta(seconds=60)
+    keeper.stop()
+
+
+def test_a_job_taken_over_is_reported_lost(db_url: str) -> None:
+    clock = FrozenClock()
+    q = Queue(db_url, clock=clock)
+    q.migrate()
+    q.job(name="long")(lambda: None)
+    q.enqueue("long")
+    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper.hold([job])
+    q.cancel(job.id)
+    keeper.renew()
+    assert keeper.lost() == {job.id}
+    keeper.drop([job])
+    assert keeper.lost() == set()
+    keeper.stop()
