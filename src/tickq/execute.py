@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import traceback
 from collections.abc import Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -77,6 +74,8 @@ def run_with_timeout(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: fl
     Python cannot stop a thread: the function keeps running in the background until it
     returns, and whatever it returns then is ignored.
     """
+    import threading
+
     box: dict[str, Any] = {}
     ctx = _copy_context()
 
@@ -101,6 +100,8 @@ def run_with_timeout(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: fl
 
 def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float | None) -> Any:
     """Run an ``async def`` job to completion; past ``timeout`` it is cancelled."""
+    import asyncio
+    import threading
 
     async def main() -> Any:
         try:
@@ -140,6 +141,8 @@ def _copy_context() -> Any:
 
 def format_error(exc: BaseException) -> str:
     """``Type: message`` then the traceback, bounded to ``MAX_ERROR_CHARS``."""
+    import traceback
+
     text = "".join(traceback.format_exception(exc))
     head = f"{type(exc).__name__}: {exc}"
     full = f"{head}\n{text}"

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import socket
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -150,7 +147,7 @@ class Queue:
         """Who holds the leases this process takes: host, pid and a random tag."""
         pid = os.getpid()
         if self._owner is None or self._owner[0] != pid:
-            self._owner = (pid, f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}")
+            self._owner = (pid, f"{_hostname()}:{pid}:{os.urandom(4).hex()}")
         return self._owner[1]
 
     @property
@@ -372,6 +369,8 @@ class Queue:
             max_attempts=max_attempts,
         )  # fmt: skip
         if conn is None:
+            import asyncio
+
             return (await asyncio.to_thread(self.insert, [job]))[0]
         from .store.foreign import insert_on_async
 
@@ -463,3 +462,12 @@ class Queue:
         if self._keeper is not None:
             self._keeper[1].stop()
         self.store.close()
+
+
+def _hostname() -> str:
+    try:
+        return os.uname().nodename
+    except AttributeError:  # Windows
+        import platform
+
+        return platform.node()

@@ -6,7 +6,6 @@ attempt ``attempt`` (1-based) failed; ``None`` means "do not retry".
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 
 Backoff = Callable[[int], float | None]
@@ -40,6 +39,8 @@ def exponential(
         )
     if not 0 <= jitter < 1:
         raise ValueError(f"jitter must be in [0, 1), got {jitter}")
+
+    import random
 
     def policy(attempt: int) -> float:
         delay = min(maximum, base * factor ** (attempt - 1))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+import os
 
-SQL_DIR = Path(__file__).parent / "sql"
+SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 
 JOB_COLUMNS = (
     "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
@@ -13,12 +12,13 @@ JOB_COLUMNS = (
     "finished_at", "lease_owner", "lease_expires_at", "meta",
 )  # fmt: skip
 
-_NAMED_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
 def load_queries(dialect: str, paramstyle: str) -> dict[str, str]:
     """Return {name: sql}. ``paramstyle`` is "named" (:x) or "pyformat" (%(x)s)."""
-    text = (SQL_DIR / f"{dialect}.sql").read_text()
+    with open(os.path.join(SQL_DIR, f"{dialect}.sql"), encoding="utf-8") as f:
+        text = f.read()
     queries: dict[str, str] = {}
     for section in text.split("-- name: ")[1:]:
         name, _, body = section.partition("\n")
@@ -31,14 +31,17 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{job_columns_j}", ", ".join(f"j.{c}" for c in JOB_COLUMNS))
     sql = sql.replace("{job_columns}", ", ".join(JOB_COLUMNS))
     if paramstyle == "pyformat":
-        sql = _NAMED_PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+        import re
+
+        sql = re.sub(_NAMED_PARAM, r"%(\1)s", sql.replace("%", "%%"))
     return sql
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:
     """[(version, name, sql)] shipped for ``dialect``, in order."""
+    folder = os.path.join(SQL_DIR, "migrations", dialect)
     found = []
-    for path in sorted((SQL_DIR / "migrations" / dialect).glob("*.sql")):
-        version = int(path.name.split("_", 1)[0])
-        found.append((version, path.stem, path.read_text()))
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".sql")):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            found.append((int(name.split("_", 1)[0]), name.removesuffix(".sql"), f.read()))
     return found
