@@ -1,0 +1,124 @@
+"""``tickq scheduler TARGET``: write the configuration that makes a scheduler call the tick."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import ConfigurationError
+from ..schedulers import TARGETS, Generated, SchedulerOptions, Timing, generate, vercel
+
+DEFAULT_EVERY = "15m"
+SECRET_VARIABLES = ("CRON_SECRET", "CRON_SECRET_PREVIOUS", "TICKQ_TICK_URL")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "scheduler",
+        help="write a scheduler's configuration that calls the tick",
+        description="Write a ready configuration that calls your app's tick endpoint on a "
+        "schedule, with the URL and token taken from the platform's secret store.",
+    )
+    p.add_argument("target", choices=TARGETS, metavar="TARGET", help=", ".join(TARGETS))
+    when = p.add_mutually_exclusive_group()
+    when.add_argument(
+        "--every", metavar="INTERVAL",
+        help=f"how often, e.g. 15m, 1h, 1d (default {DEFAULT_EVERY}); pick the slowest that "
+        "meets your needs: on a sleeping host every call wakes and bills the app",
+    )  # fmt: skip
+    when.add_argument("--cron", metavar="EXPR", help="a 5-field cron expression, in UTC")
+    p.add_argument(
+        "--url-secret", default="TICKQ_TICK_URL", metavar="NAME",
+        help="name of the secret holding the app's base URL (default TICKQ_TICK_URL)",
+    )  # fmt: skip
+    p.add_argument(
+        "--token-secret", default="CRON_SECRET", metavar="NAME",
+        help="name of the secret holding the bearer token (default CRON_SECRET)",
+    )  # fmt: skip
+    p.add_argument("--path", default="/api/cron/tick", help="the tick endpoint's path")
+    p.add_argument("--name", default="tickq-tick", help="name of the job, workflow or unit")
+    p.add_argument("--out", metavar="PATH", help="write here instead of stdout (systemd: a folder)")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    local = p.add_argument_group(
+        "running the tick on the app's own machine (crontab, systemd, render)"
+    )
+    local.add_argument("--local", metavar="APP", help="run `tickq tick APP` instead of curl")
+    local.add_argument("--tickq", metavar="COMMAND", help="how to run tickq there")
+    local.add_argument("--workdir", metavar="DIR", help="folder to run in (default: this one)")
+    local.add_argument(
+        "--env-file", default="/etc/tickq/tick.env", metavar="PATH",
+        help="KEY=value file with the secrets or the app's settings (crontab, systemd)",
+    )  # fmt: skip
+    local.add_argument("--user", metavar="NAME", help="systemd: user to run as (default: you)")
+    p.set_defaults(handler=run_scheduler)
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    options = SchedulerOptions(
+        timing=timing(args),
+        url_secret=args.url_secret,
+        token_secret=args.token_secret,
+        path=args.path,
+        name=args.name,
+        local_app=args.local,
+        tickq=args.tickq,
+        workdir=args.workdir,
+        env_file=args.env_file,
+        user=args.user,
+    )
+    refuse_secret_values(args)
+    result = generated(args.target, options, args.out)
+    if args.out:
+        for path in write(result, Path(args.out), args.force, merge=args.target == "vercel"):
+            print(f"wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(result.text)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def timing(args: argparse.Namespace) -> Timing:
+    """When to call. A future ``--plan APP`` passes its interval here: ``Timing.every(n)``."""
+    if args.cron:
+        return Timing.from_cron(args.cron)
+    return Timing.parse_every(args.every or DEFAULT_EVERY)
+
+
+def refuse_secret_values(args: argparse.Namespace) -> None:
+    """Catch ``--token-secret "$CRON_SECRET"``: the shell handed us the value, not the name."""
+    for option in ("url_secret", "token_secret"):
+        value = getattr(args, option)
+        for variable in {*SECRET_VARIABLES, args.url_secret, args.token_secret}:
+            if os.environ.get(variable) == value and variable != value:
+                raise ConfigurationError(
+                    f"--{option.replace('_', '-')} is the value of ${variable}, not a name: "
+                    f"pass the name itself, e.g. --{option.replace('_', '-')} {variable}"
+                )
+
+
+def generated(target: str, options: SchedulerOptions, out: str | None) -> Generated:
+    if target == "vercel" and out and (existing := vercel_file(Path(out))).is_file():
+        return vercel.generate(options, existing.read_text(encoding="utf-8"))
+    return generate(target, options)
+
+
+def vercel_file(out: Path) -> Path:
+    return out / "vercel.json" if out.is_dir() else out
+
+
+def write(result: Generated, out: Path, force: bool, merge: bool) -> list[Path]:
+    """Write each file; a folder (or several files) puts them in it by their usual names."""
+    folder = out.is_dir() or len(result.files) > 1
+    targets = [(out / Path(f.name).name if folder else out, f.text) for f in result.files]
+    for path, _ in targets:
+        if path.exists() and not (force or merge):
+            raise ConfigurationError(f"{path} exists: pass --force to overwrite it")
+    for path, text in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if text.startswith("#!"):
+            path.chmod(0o755)
+    return [path for path, _ in targets]
