@@ -33,7 +33,10 @@ def generate(options: SchedulerOptions) -> Generated:
         cron=options.timing.cron,
         command=escape(command(options)),
     )
-    return Generated([GeneratedFile(f"{options.name}.crontab", text)])
+    notes = []
+    if options.timing.minutes is None:
+        notes.append("cron reads --cron in the machine's time zone, not necessarily UTC")
+    return Generated([GeneratedFile(f"{options.name}.crontab", text)], notes)
 
 
 def command(options: SchedulerOptions) -> str:

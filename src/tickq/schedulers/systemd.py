@@ -70,11 +70,15 @@ def generate(options: SchedulerOptions) -> Generated:
         when=options.timing.describe(),
         calendar="\n".join(f"OnCalendar={c}" for c in oncalendar(options.timing.cron)),
     )
+    notes = []
+    if options.local_app and (options.user or getpass.getuser()) == "root":
+        notes.append("the tick would run as root: pass --user with your app's user")
     return Generated(
         [
             GeneratedFile(f"{options.name}.service", text),
             GeneratedFile(f"{options.name}.timer", timer),
-        ]
+        ],
+        notes,
     )
 
 

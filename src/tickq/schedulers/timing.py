@@ -74,7 +74,7 @@ class Timing:
     def describe(self) -> str:
         """Words for comments: ``every 15 minutes`` or ``on the cron schedule '...'``."""
         if self.minutes is None:
-            return f"on the cron schedule '{self.cron}' (UTC)"
+            return f"on the cron schedule '{self.cron}'"
         return f"every {duration(self.minutes)}"
 
     def fires_on_the_hour(self) -> bool:
