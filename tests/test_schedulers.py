@@ -672,6 +672,12 @@ def test_intervals_become_even_cron_schedules_off_the_hour(every: str, cron: str
     assert second - first == third - second == timing.shortest_gap()
 
 
+def test_the_cli_offers_every_target() -> None:
+    from tickq.cli.scheduler import TARGETS as CLI_TARGETS
+
+    assert tuple(TARGETS) == CLI_TARGETS
+
+
 def test_render_is_a_pure_function_of_its_options() -> None:
     options = SchedulerOptions(timing=Timing.every(20), name="reminders")
     assert render("crontab", options) == render("crontab", options)

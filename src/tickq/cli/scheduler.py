@@ -5,11 +5,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
-from ..schedulers import TARGETS, Generated, SchedulerOptions, Timing, generate, vercel
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..schedulers import Generated, SchedulerOptions, Timing
+
+# The same names as tickq.schedulers.TARGETS, listed here so that building the parser (on
+# every `tickq tick` too) doesn't import the generators.
+TARGETS = (
+    "github-actions",
+    "vercel",
+    "cloud-scheduler",
+    "kubernetes",
+    "systemd",
+    "crontab",
+    "render",
+)
 DEFAULT_EVERY = "15m"
 SECRET_VARIABLES = ("CRON_SECRET", "CRON_SECRET_PREVIOUS", "TICKQ_TICK_URL")
 
@@ -56,6 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_scheduler(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..schedulers import SchedulerOptions
+
     options = SchedulerOptions(
         timing=timing(args),
         url_secret=args.url_secret,
@@ -82,6 +101,8 @@ def run_scheduler(args: argparse.Namespace) -> int:
 
 def timing(args: argparse.Namespace) -> Timing:
     """When to call. A future ``--plan APP`` passes its interval here: ``Timing.every(n)``."""
+    from ..schedulers import Timing
+
     if args.cron:
         return Timing.from_cron(args.cron)
     return Timing.parse_every(args.every or DEFAULT_EVERY)
@@ -100,6 +121,10 @@ def refuse_secret_values(args: argparse.Namespace) -> None:
 
 
 def generated(target: str, options: SchedulerOptions, out: str | None) -> Generated:
+    from pathlib import Path
+
+    from ..schedulers import generate, vercel
+
     if target == "vercel" and out and (existing := vercel_file(Path(out))).is_file():
         return vercel.generate(options, existing.read_text(encoding="utf-8"))
     return generate(target, options)
@@ -112,7 +137,7 @@ def vercel_file(out: Path) -> Path:
 def write(result: Generated, out: Path, force: bool, merge: bool) -> list[Path]:
     """Write each file; a folder (or several files) puts them in it by their usual names."""
     folder = out.is_dir() or len(result.files) > 1
-    targets = [(out / Path(f.name).name if folder else out, f.text) for f in result.files]
+    targets = [(out / f.name.rsplit("/", 1)[-1] if folder else out, f.text) for f in result.files]
     for path, _ in targets:
         if path.exists() and not (force or merge):
             raise ConfigurationError(f"{path} exists: pass --force to overwrite it")
