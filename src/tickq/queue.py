@@ -507,33 +507,32 @@ class Queue:
             )
 
         def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
-            job = fn if isinstance(fn, JobFunction) else self.job(fn, name=name,
-                                                                   max_delay=max_delay)  # fmt: skip
-            if job.queue is not self:
-                raise ConfigurationError(f"job {job.name!r} belongs to another Queue")
+            job_name = fn.name if isinstance(fn, JobFunction) else (name or fn.__name__)
             definition = ScheduleDefinition(
-                name=name or job.name, job=job.name, cron=cron, every=every, tz=tz,
+                name=name or job_name, job=job_name, cron=cron, every=every, tz=tz,
                 catch_up=catch_up, max_catch_up=max_catch_up, max_delay=max_delay,
             )  # fmt: skip
-            self._add_schedule(definition)
+            if definition.name in self.schedules:
+                raise ConfigurationError(
+                    f"a schedule named {definition.name!r} is already registered; "
+                    "pass name= to tell them apart"
+                )
+            if isinstance(fn, JobFunction):
+                if fn.queue is not self:
+                    raise ConfigurationError(f"job {fn.name!r} belongs to another Queue")
+                _callable_without_arguments(fn.definition)
+                job = fn
+            else:
+                job = self.job(fn, name=name, max_delay=max_delay)
+                try:
+                    _callable_without_arguments(job.definition)
+                except ConfigurationError:
+                    del self._definitions[job.name]
+                    raise
+            self.schedules[definition.name] = definition
             return job
 
         return register
-
-    def _add_schedule(self, definition: ScheduleDefinition) -> None:
-        if definition.name in self.schedules:
-            raise ConfigurationError(
-                f"a schedule named {definition.name!r} is already registered; "
-                "pass name= to tell them apart"
-            )
-        try:
-            self._definitions[definition.job].check_payload({})
-        except TypeError:
-            raise ConfigurationError(
-                f"scheduled job {definition.job!r} is called with no arguments, but its "
-                "function requires some; give them defaults (a JobContext parameter is fine)"
-            ) from None
-        self.schedules[definition.name] = definition
 
     def tick(self, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]:
         """What one scheduler call does: enqueue due schedule slots, then process jobs.
@@ -598,6 +597,16 @@ class Queue:
         from .web.django import urls
 
         return urls(self.endpoint(**options))
+
+
+def _callable_without_arguments(definition: JobDefinition) -> None:
+    try:
+        definition.check_payload({})
+    except TypeError:
+        raise ConfigurationError(
+            f"scheduled job {definition.name!r} is called with no arguments, but its "
+            "function requires some; give them defaults (a JobContext parameter is fine)"
+        ) from None
 
 
 def _hostname() -> str:

@@ -7,6 +7,7 @@ the tick state, the lease rescue and an empty claim.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -57,23 +58,24 @@ def enqueue_schedules(queue: Queue) -> list[dict[str, Any]]:
 
 def enqueue_due(queue: Queue, state: TickState) -> list[dict[str, Any]]:
     """Insert one job per due slot, each (schedule, slot) once ever; report what went in."""
-    planned = [
-        (definition, move)
+    moves = [
+        move
         for definition in queue.schedules.values()
         if (move := plan_move(queue, definition, state.cursors.get(definition.name), state.now))
     ]
-    if not planned:
+    if not moves:
         return []
-    results = queue.store.enqueue_schedules([move for _, move in planned])
+    results = queue.store.enqueue_schedules(moves)
     enqueued = []
-    for (definition, move), inserted in zip(planned, results, strict=True):
+    for move, inserted in zip(moves, results, strict=True):
         for job in move.jobs if inserted is not None else ():
             if job.unique_key in inserted:
-                entry = {"name": definition.name, "slot": job.run_after.isoformat(),  # type: ignore[union-attr]
+                meta = json.loads(job.meta_json or "{}")
+                entry = {"name": move.name, "slot": meta["slot"], "missed": meta["missed"],
                          "job_id": inserted[job.unique_key]}  # fmt: skip
                 enqueued.append(entry)
-                log.info("schedule %s enqueued slot %s as job %s", entry["name"],
-                         entry["slot"], entry["job_id"])  # fmt: skip
+                log.info("schedule %s enqueued slot %s as job %s (%s missed)", entry["name"],
+                         entry["slot"], entry["job_id"], entry["missed"])  # fmt: skip
     return enqueued
 
 
