@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -38,8 +39,12 @@ def test_cron_slots_are_aware_utc_and_strictly_after() -> None:
     assert s.next_slot(utc(2026, 5, 4, 9, 0)) == utc(2026, 5, 4, 9, 15)
     assert s.next_slot(utc(2026, 5, 4, 9, 0, 0) - timedelta(microseconds=1)) == utc(2026, 5, 4, 9)
     slots = s.slots_between(utc(2026, 5, 4, 9), utc(2026, 5, 4, 10), limit=10)
-    assert slots == [utc(2026, 5, 4, 9, 15), utc(2026, 5, 4, 9, 30), utc(2026, 5, 4, 9, 45),
-                     utc(2026, 5, 4, 10)]  # fmt: skip
+    assert slots == [
+        utc(2026, 5, 4, 9, 15),
+        utc(2026, 5, 4, 9, 30),
+        utc(2026, 5, 4, 9, 45),
+        utc(2026, 5, 4, 10),
+    ]
     assert all(x.tzinfo is UTC for x in slots)
     assert s.slots_between(utc(2026, 5, 4, 9), utc(2026, 5, 4, 10), limit=2) == slots[:2]
 
@@ -48,9 +53,9 @@ def test_interval_slots_are_aligned_to_the_utc_epoch() -> None:
     s = every(timedelta(minutes=15))
     assert s.next_slot(utc(2026, 5, 4, 9, 7, 12)) == utc(2026, 5, 4, 9, 15)
     assert s.next_slot(utc(2026, 5, 4, 9, 15)) == utc(2026, 5, 4, 9, 30)
-    assert every(timedelta(hours=1)).slots_between(utc(2026, 5, 4, 9, 30), utc(2026, 5, 4, 12),
-                                                   limit=5) == [  # fmt: skip
-        utc(2026, 5, 4, 10), utc(2026, 5, 4, 11), utc(2026, 5, 4, 12)]  # fmt: skip
+    assert every(timedelta(hours=1)).slots_between(
+        utc(2026, 5, 4, 9, 30), utc(2026, 5, 4, 12), limit=5
+    ) == [utc(2026, 5, 4, 10), utc(2026, 5, 4, 11), utc(2026, 5, 4, 12)]
 
 
 def test_aliases_and_slot_keys() -> None:
@@ -63,12 +68,20 @@ def test_aliases_and_slot_keys() -> None:
 def test_nine_am_berlin_stays_nine_am_local_across_both_changes() -> None:
     s = cron("0 9 * * *", "Europe/Berlin")
     spring = s.slots_between(utc(2026, 3, 27), utc(2026, 3, 31), limit=10)
-    assert local(spring) == ["03-27 09:00+0100", "03-28 09:00+0100", "03-29 09:00+0200",
-                             "03-30 09:00+0200"]  # fmt: skip
+    assert local(spring) == [
+        "03-27 09:00+0100",
+        "03-28 09:00+0100",
+        "03-29 09:00+0200",
+        "03-30 09:00+0200",
+    ]
     assert [x.hour for x in spring] == [8, 8, 7, 7]  # stored in UTC, so the UTC hour moves
     autumn = s.slots_between(utc(2026, 10, 23), utc(2026, 10, 27), limit=10)
-    assert local(autumn) == ["10-23 09:00+0200", "10-24 09:00+0200", "10-25 09:00+0100",
-                             "10-26 09:00+0100"]  # fmt: skip
+    assert local(autumn) == [
+        "10-23 09:00+0200",
+        "10-24 09:00+0200",
+        "10-25 09:00+0100",
+        "10-26 09:00+0100",
+    ]
     assert [x.hour for x in autumn] == [7, 7, 8, 8]
 
 
@@ -92,13 +105,19 @@ def test_repeated_local_time_fires_once_the_first_time() -> None:
 
 def test_sub_hourly_cron_follows_real_time_through_the_changes() -> None:
     s = cron("*/30 * * * *", "Europe/Berlin")
-    autumn_day = s.slots_between(AUTUMN - timedelta(microseconds=1), AUTUMN + timedelta(days=1)
-                                 - timedelta(microseconds=1), limit=100)  # fmt: skip
+    autumn_day = s.slots_between(
+        AUTUMN - timedelta(microseconds=1),
+        AUTUMN + timedelta(days=1) - timedelta(microseconds=1),
+        limit=100,
+    )
     assert len(autumn_day) == 50  # a 25-hour day
-    spring_day = s.slots_between(SPRING - timedelta(microseconds=1), SPRING + timedelta(days=1)
-                                 - timedelta(microseconds=1), limit=100)  # fmt: skip
+    spring_day = s.slots_between(
+        SPRING - timedelta(microseconds=1),
+        SPRING + timedelta(days=1) - timedelta(microseconds=1),
+        limit=100,
+    )
     assert len(spring_day) == 46  # a 23-hour day
-    steps = {b - a for a, b in zip(autumn_day, autumn_day[1:], strict=False)}
+    steps = {b - a for a, b in pairwise(autumn_day)}
     assert steps == {timedelta(minutes=30)}
 
 
@@ -114,11 +133,18 @@ def test_latest_runs_only_the_newest_missed_slot_and_counts_the_rest() -> None:
 def test_all_runs_every_missed_slot_up_to_the_bound() -> None:
     s = cron("*/15 * * * *", catch_up="all", max_catch_up=5)
     due = s.due(utc(2026, 5, 4, 9), utc(2026, 5, 4, 10))
-    assert (due.slots, due.missed) == (s.slots_between(utc(2026, 5, 4, 9), utc(2026, 5, 4, 10),
-                                                       10), 0)  # fmt: skip
+    assert (due.slots, due.missed) == (
+        s.slots_between(utc(2026, 5, 4, 9), utc(2026, 5, 4, 10), 10),
+        0,
+    )
     due = s.due(utc(2026, 5, 4, 9), utc(2026, 5, 4, 12, 7))
-    assert due.slots == [utc(2026, 5, 4, 11), utc(2026, 5, 4, 11, 15), utc(2026, 5, 4, 11, 30),
-                         utc(2026, 5, 4, 11, 45), utc(2026, 5, 4, 12)]  # fmt: skip
+    assert due.slots == [
+        utc(2026, 5, 4, 11),
+        utc(2026, 5, 4, 11, 15),
+        utc(2026, 5, 4, 11, 30),
+        utc(2026, 5, 4, 11, 45),
+        utc(2026, 5, 4, 12),
+    ]
     assert due.missed == 7
 
 
@@ -135,9 +161,11 @@ def test_interval_catch_up_is_exact_arithmetic() -> None:
 def test_long_sleeps_jump_ahead_to_the_same_slots(expr: str, catch_up: str) -> None:
     """Past the count limit the walk jumps to the end; it must pick the same slots."""
     s = cron(expr, "Europe/Berlin", catch_up=catch_up, max_catch_up=4)
-    for after, until in [(utc(2026, 3, 1), utc(2026, 3, 29, 0, 40)),
-                         (utc(2026, 10, 1), datetime(2026, 10, 25, 2, 50, tzinfo=BERLIN, fold=1)),
-                         (utc(2026, 10, 1), utc(2026, 11, 2, 13, 5))]:  # fmt: skip
+    for after, until in [
+        (utc(2026, 3, 1), utc(2026, 3, 29, 0, 40)),
+        (utc(2026, 10, 1), datetime(2026, 10, 25, 2, 50, tzinfo=BERLIN, fold=1)),
+        (utc(2026, 10, 1), utc(2026, 11, 2, 13, 5)),
+    ]:
         walked = s.due(after, until)
         jumped = s.due(after, until, count_limit=10)
         assert jumped.slots == walked.slots
@@ -179,7 +207,9 @@ def test_decorator_registers_a_job_and_refuses_mistakes(tmp_path) -> None:  # ty
     @q.job(max_attempts=2)
     def evening() -> None: ...
 
-    assert q.definition("digest") is not None and q.definition("digest").max_delay == timedelta(hours=1)  # type: ignore[union-attr]
+    assert q.definition("digest") is not None and q.definition("digest").max_delay == timedelta(
+        hours=1
+    )  # type: ignore[union-attr]
     assert q.schedules["digest"].tz == "Europe/Berlin"
     assert q.schedules["digest-evening"].job == "evening"
     assert q.definition("evening").max_attempts == 2  # type: ignore[union-attr]

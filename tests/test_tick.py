@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_tickq, tickq_env
 
+from conftest import ROOT, run_tickq, tickq_env
 from tickq import FrozenClock, JobContext, Queue
 from tickq.store import ScheduleMove
 from tickq.tick import strict_problems
@@ -50,15 +50,26 @@ def test_a_due_slot_is_enqueued_once_and_runs_as_an_ordinary_job(
     summary = q.tick()
     job_id = summary["schedules_enqueued"][0]["job_id"]
     assert summary["schedules_enqueued"] == [
-        {"name": "morning_report", "slot": "2026-05-04T09:00:00+00:00", "missed": 0,
-         "job_id": job_id}]  # fmt: skip
+        {
+            "name": "morning_report",
+            "slot": "2026-05-04T09:00:00+00:00",
+            "missed": 0,
+            "job_id": job_id,
+        }
+    ]
     assert summary["jobs"]["claimed"] == summary["jobs"]["succeeded"] == 1
     assert summary["remaining_due"] == 0
     assert summary["next_due_at"] == "2026-05-05T09:00:00+00:00"
     assert summary["ticked_at"] == "2026-05-04T09:00:20+00:00"
     assert json.loads(json.dumps(summary)) == summary
-    assert ran == [{"id": job_id, "schedule": "morning_report",
-                    "slot": "2026-05-04T09:00:00+00:00", "missed": 0}]  # fmt: skip
+    assert ran == [
+        {
+            "id": job_id,
+            "schedule": "morning_report",
+            "slot": "2026-05-04T09:00:00+00:00",
+            "missed": 0,
+        }
+    ]
     job = q.get_job(job_id)
     assert job is not None and job.unique_key == "schedule:morning_report:2026-05-04T09:00:00+00:00"
     for _ in range(3):  # the scheduler calls again in the same minute
@@ -81,9 +92,13 @@ def test_after_a_long_sleep_latest_runs_once_and_knows_what_it_missed(
     clock.set(at(12, 7))  # slept through 09:15 ... 12:00
     summary = q.tick()
     assert [(e["slot"], e["missed"]) for e in summary["schedules_enqueued"]] == [
-        ("2026-05-04T12:00:00+00:00", 11)]  # fmt: skip
-    assert ran[-1] == {"schedule": "send_booking_reminders", "slot": "2026-05-04T12:00:00+00:00",
-                       "missed": 11}  # fmt: skip
+        ("2026-05-04T12:00:00+00:00", 11)
+    ]
+    assert ran[-1] == {
+        "schedule": "send_booking_reminders",
+        "slot": "2026-05-04T12:00:00+00:00",
+        "missed": 11,
+    }
     assert len(slot_jobs(q, "send_booking_reminders")) == 2
 
 
@@ -105,7 +120,12 @@ def test_catch_up_all_runs_each_missed_slot_once_oldest_first_up_to_the_bound(
     clock.set(at(21, 30))  # nine more missed: only the latest five run
     summary = q.tick()
     assert [e["slot"][11:16] for e in summary["schedules_enqueued"]] == [
-        "17:00", "18:00", "19:00", "20:00", "21:00"]  # fmt: skip
+        "17:00",
+        "18:00",
+        "19:00",
+        "20:00",
+        "21:00",
+    ]
     assert summary["schedules_enqueued"][0]["missed"] == 4
     assert summary["jobs"]["succeeded"] == 5
     assert Counter(m["slot"] for m in ran).most_common(1)[0][1] == 1
@@ -152,7 +172,9 @@ def test_a_new_schedule_runs_a_slot_just_missed_but_not_old_history(
     assert [m["schedule"] for m in ran] == ["recent", "old", "recent"]
 
 
-def test_a_tick_that_lost_the_race_enqueues_nothing(frozen_queue: Queue, clock: FrozenClock) -> None:
+def test_a_tick_that_lost_the_race_enqueues_nothing(
+    frozen_queue: Queue, clock: FrozenClock
+) -> None:
     q = frozen_queue
 
     @q.schedule("*/15 * * * *")
@@ -164,8 +186,9 @@ def test_a_tick_that_lost_the_race_enqueues_nothing(frozen_queue: Queue, clock: 
     seen = q.store.tick_state()  # two ticks read the same cursor...
     assert seen.cursors["quarter"] == at(9)
     assert len(q.enqueue_schedules()) == 1  # ...one moves it first
-    job = q.new_job("quarter", {}, run_after=at(9, 15), unique_key="schedule:quarter:x",
-                    unique_scope="all")  # fmt: skip
+    job = q.new_job(
+        "quarter", {}, run_after=at(9, 15), unique_key="schedule:quarter:x", unique_scope="all"
+    )
     late = ScheduleMove("quarter", seen.cursors["quarter"], at(9, 15), at(9, 15), [job])
     assert q.store.enqueue_schedules([late]) == [None]
     assert len(slot_jobs(q, "quarter")) == 2  # 09:00 and 09:15, nothing from the loser
@@ -195,7 +218,9 @@ def test_a_failing_scheduled_job_retries_without_its_slot_coming_back(
     assert ran == [{"attempt": 1}, {"attempt": 2}]
 
 
-def test_summary_counts_what_is_left_for_the_next_call(frozen_queue: Queue, clock: FrozenClock) -> None:
+def test_summary_counts_what_is_left_for_the_next_call(
+    frozen_queue: Queue, clock: FrozenClock
+) -> None:
     q = frozen_queue
 
     @q.job()
@@ -211,7 +236,8 @@ def test_summary_counts_what_is_left_for_the_next_call(frozen_queue: Queue, cloc
     assert summary["oldest_due_age_seconds"] == 600
     assert summary["next_due_at"] == "2026-05-04T09:00:00+00:00"  # work is already waiting
     assert strict_problems(summary, timedelta(minutes=5))[0].startswith(
-        "the oldest due job has waited 600s")  # fmt: skip
+        "the oldest due job has waited 600s"
+    )
     assert strict_problems(summary, timedelta(hours=1)) == []
     rest = q.tick(limit=100)
     assert rest["remaining_due"] == 0 and rest["oldest_due_age_seconds"] is None
@@ -229,7 +255,8 @@ def test_strict_reports_new_permanent_failures(frozen_queue: Queue, clock: Froze
     summary = q.tick()
     assert summary["jobs"]["failed"] == 1
     assert strict_problems(summary, timedelta(hours=1)) == [
-        "1 job(s) failed permanently in this tick"]  # fmt: skip
+        "1 job(s) failed permanently in this tick"
+    ]
 
 
 def test_health_goes_stale_after_twice_the_expected_interval(
@@ -262,8 +289,9 @@ def test_an_empty_tick_takes_three_round_trips_on_postgres(
     calls: list[str] = []
     for name in ("run", "run_many"):
         original = getattr(q.store, name)
-        monkeypatch.setattr(q.store, name, lambda *a, _o=original, _n=name, **k: (
-            calls.append(_n), _o(*a, **k))[1])  # fmt: skip
+        monkeypatch.setattr(
+            q.store, name, lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1]
+        )
     summary = q.tick()
     assert summary["jobs"]["claimed"] == 0 and summary["remaining_due"] == 0
     assert summary["next_due_at"] is not None and summary["next_due_at"].endswith("+00:00")
@@ -273,8 +301,12 @@ def test_an_empty_tick_takes_three_round_trips_on_postgres(
 
 # -- processes and the CLI ------------------------------------------------------------------
 def tick_env(db_url: str, out: Path, now: datetime, **extra: str) -> dict[str, str]:
-    return {"TICKQ_DATABASE_URL": db_url, "TICKQ_TEST_OUT": str(out),
-            "TICKQ_TEST_NOW": now.isoformat(), **extra}  # fmt: skip
+    return {
+        "TICKQ_DATABASE_URL": db_url,
+        "TICKQ_TEST_OUT": str(out),
+        "TICKQ_TEST_NOW": now.isoformat(),
+        **extra,
+    }
 
 
 def test_four_processes_ticking_at_once_enqueue_and_run_each_slot_once(
@@ -283,10 +315,13 @@ def test_four_processes_ticking_at_once_enqueue_and_run_each_slot_once(
     Queue(db_url).migrate()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tickq", "tick", "apps.ticking:q"], cwd=ROOT,
+            [sys.executable, "-m", "tickq", "tick", "apps.ticking:q"],
+            cwd=ROOT,
             env=tickq_env(**tick_env(db_url, tmp_path, at(9, 0, 5))),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
     ]
     outputs = [p.communicate(timeout=60) for p in procs]
@@ -310,8 +345,12 @@ def test_cli_tick_prints_the_summary_and_strict_fails_on_failures(
     strict = run_tickq("tick", "apps.ticking:q", "--strict", **env)
     assert strict.returncode == 1, strict.stderr
     assert json.loads(strict.stdout)["strict"] == {
-        "ok": False, "problems": ["1 job(s) failed permanently in this tick"]}  # fmt: skip
+        "ok": False,
+        "problems": ["1 job(s) failed permanently in this tick"],
+    }
     bad = run_tickq("tick", "apps.ticking:q", "--limit", "-1", **env)
-    assert bad.returncode == 1 and bad.stderr.strip() == "tickq: error: --limit must be >= 0, got -1"
+    assert (
+        bad.returncode == 1 and bad.stderr.strip() == "tickq: error: --limit must be >= 0, got -1"
+    )
     wait = run_tickq("tick", "apps.ticking:q", "--strict", "--max-wait", "soon", **env)
     assert wait.returncode == 2 and "expected a duration like 90s" in wait.stderr

@@ -38,11 +38,13 @@ def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -
         log.error("tickq heartbeat URL must be http(s)://..., got %r; not pinging", url)
         return False
     request = urllib.request.Request(
-        target, data=body, method="POST",
+        target,
+        data=body,
+        method="POST",
         headers={"Content-Type": "application/json", "User-Agent": "tickq-heartbeat"},
-    )  # fmt: skip
+    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read(1024)
             return 200 <= response.status < 300
     except (OSError, ValueError) as exc:

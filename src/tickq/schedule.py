@@ -37,10 +37,14 @@ MISSED_COUNT_LIMIT = 10_000
 """Missed slots are counted one by one up to this many; a longer sleep reports this."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ALIASES = {
-    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
-}  # fmt: skip
+}
 # Debian cron's DST rules move a fixed-hour slot by at most the size of the clock change
 # (two hours anywhere on Earth); reverse search is trued up by walking forward this far.
 DST_MARGIN = timedelta(hours=3)
@@ -178,8 +182,9 @@ class ScheduleDefinition:
         """The last ``keep`` slots in ``(after, until]`` without walking from ``after``."""
         from cronsim import CronSim
 
-        backwards = CronSim(str(self.cron), (until + timedelta(microseconds=1)).astimezone(
-            self.zone), reverse=True)  # fmt: skip
+        backwards = CronSim(
+            str(self.cron), (until + timedelta(microseconds=1)).astimezone(self.zone), reverse=True
+        )
         earliest = until
         for _, slot in zip(range(keep), backwards, strict=False):
             earliest = slot.astimezone(UTC)
@@ -211,11 +216,15 @@ class ScheduleDefinition:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (for ``tickq plan`` and inspection)."""
         return {
-            "name": self.name, "job": self.job, "cron": self.cron,
+            "name": self.name,
+            "job": self.job,
+            "cron": self.cron,
             "every_seconds": self.every.total_seconds() if self.every else None,
-            "tz": self.tz, "catch_up": self.catch_up, "max_catch_up": self.max_catch_up,
+            "tz": self.tz,
+            "catch_up": self.catch_up,
+            "max_catch_up": self.max_catch_up,
             "max_delay_seconds": self.max_delay.total_seconds() if self.max_delay else None,
-        }  # fmt: skip
+        }
 
 
 def normalise_cron(expr: str, where: str) -> str:

@@ -7,7 +7,6 @@ the tick state, the lease rescue and an empty claim.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -15,7 +14,7 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from .cycle import run_cycle
-from .schedule import ScheduleDefinition
+from .schedule import Due, ScheduleDefinition
 from .store import ScheduleMove, TickState
 
 if TYPE_CHECKING:
@@ -44,10 +43,17 @@ def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -
     jobs.pop("duration_ms", None)
     summary = summarise(queue, state, enqueued, jobs)
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)
-    log.info("tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "
-             "%d failed, %d due left", len(enqueued), jobs["claimed"], jobs["succeeded"],
-             jobs["retried"], jobs["failed"], summary["remaining_due"],
-             extra={"tick": summary})  # fmt: skip
+    log.info(
+        "tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "
+        "%d failed, %d due left",
+        len(enqueued),
+        jobs["claimed"],
+        jobs["succeeded"],
+        jobs["retried"],
+        jobs["failed"],
+        summary["remaining_due"],
+        extra={"tick": summary},
+    )
     return summary
 
 
@@ -58,31 +64,32 @@ def enqueue_schedules(queue: Queue) -> list[dict[str, Any]]:
 
 def enqueue_due(queue: Queue, state: TickState) -> list[dict[str, Any]]:
     """Insert one job per due slot, each (schedule, slot) once ever; report what went in."""
-    moves = [
-        move
-        for definition in queue.schedules.values()
-        if (move := plan_move(queue, definition, state.cursors.get(definition.name), state.now))
-    ]
-    if not moves:
+    planned = []
+    for definition in queue.schedules.values():
+        plan = plan_move(queue, definition, state.cursors.get(definition.name), state.now)
+        if plan is not None:
+            planned.append(plan)
+    if not planned:
         return []
-    results = queue.store.enqueue_schedules(moves)
+    results = queue.store.enqueue_schedules([move for move, _ in planned])
     enqueued = []
-    for move, inserted in zip(moves, results, strict=True):
-        for job in move.jobs if inserted is not None else ():
-            if job.unique_key in inserted:
-                meta = json.loads(job.meta_json or "{}")
-                entry = {"name": move.name, "slot": meta["slot"], "missed": meta["missed"],
-                         "job_id": inserted[job.unique_key]}  # fmt: skip
+    for (move, due), inserted in zip(planned, results, strict=True):
+        if inserted is None:  # another tick moved this cursor first and enqueued the slots
+            continue
+        for i, (job, slot) in enumerate(zip(move.jobs, due.slots, strict=True)):
+            if (job_id := inserted.get(str(job.unique_key))) is not None:
+                entry = {"name": move.name, "slot": slot.isoformat(),
+                         "missed": due.missed if i == 0 else 0, "job_id": job_id}  # fmt: skip
+                log.info("schedule %(name)s enqueued slot %(slot)s as job %(job_id)s "
+                         "(%(missed)s missed)", entry)  # fmt: skip
                 enqueued.append(entry)
-                log.info("schedule %s enqueued slot %s as job %s (%s missed)", entry["name"],
-                         entry["slot"], entry["job_id"], entry["missed"])  # fmt: skip
     return enqueued
 
 
 def plan_move(
     queue: Queue, definition: ScheduleDefinition, cursor: datetime | None, now: datetime
-) -> ScheduleMove | None:
-    """The cursor move (and jobs) one schedule needs at ``now``, or None when nothing is."""
+) -> tuple[ScheduleMove, Due] | None:
+    """The cursor move (with one job per due slot) a schedule needs at ``now``, or None."""
     # A schedule seen for the first time still runs a slot that passed within its
     # max_delay (the app was deployed just after it); older ones are history.
     after = cursor if cursor is not None else now - definition.effective_max_delay
@@ -90,19 +97,23 @@ def plan_move(
     if not due.slots:
         # First sight with nothing due: store the cursor anyway, or a later tick would look
         # back only max_delay again and could skip a slot in between.
-        if cursor is None:
-            return ScheduleMove(definition.name, None, now, None, [])
-        return None
+        return (ScheduleMove(definition.name, None, now, None, []), due) if cursor is None else None
     jobs = [
         queue.new_job(
-            definition.job, {}, run_after=slot, unique_key=definition.slot_key(slot),
+            definition.job,
+            {},
+            run_after=slot,
+            unique_key=definition.slot_key(slot),
             unique_scope="all",
-            meta={"schedule": definition.name, "slot": slot.isoformat(),
-                  "missed": due.missed if i == 0 else 0},
-        )  # fmt: skip
+            meta={
+                "schedule": definition.name,
+                "slot": slot.isoformat(),
+                "missed": due.missed if i == 0 else 0,
+            },
+        )
         for i, slot in enumerate(due.slots)
     ]
-    return ScheduleMove(definition.name, cursor, due.slots[-1], due.slots[-1], jobs)
+    return ScheduleMove(definition.name, cursor, due.slots[-1], due.slots[-1], jobs), due
 
 
 def summarise(
@@ -149,21 +160,29 @@ def tick_health(queue: Queue, expected_interval: timedelta) -> dict[str, Any]:
     last, ticks, now = queue.store.last_tick()
     stale_after = expected_interval * 2
     report: dict[str, Any] = {
-        "ok": False, "status": "no_tick_yet", "last_tick_at": None, "age_seconds": None,
-        "ticks": ticks, "stale_after_seconds": stale_after.total_seconds(),
+        "ok": False,
+        "status": "no_tick_yet",
+        "last_tick_at": None,
+        "age_seconds": None,
+        "ticks": ticks,
+        "stale_after_seconds": stale_after.total_seconds(),
         "now": now.isoformat(),
-    }  # fmt: skip
+    }
     if last is None:
         report["message"] = "no tick has been recorded yet: point a scheduler at the tick endpoint"
         return report
     age = now - last
     report.update(last_tick_at=last.isoformat(), age_seconds=round(age.total_seconds(), 3))
     if age > stale_after:
-        report.update(status="stale", message=(
-            f"no tick for {age.total_seconds():.0f}s (expected every "
-            f"{expected_interval.total_seconds():.0f}s): the scheduler may have stopped "
-            "(GitHub disables scheduled workflows in public repositories after 60 days "
-            "without activity)"))  # fmt: skip
+        report.update(
+            status="stale",
+            message=(
+                f"no tick for {age.total_seconds():.0f}s (expected every "
+                f"{expected_interval.total_seconds():.0f}s): the scheduler may have stopped "
+                "(GitHub disables scheduled workflows in public repositories after 60 days "
+                "without activity)"
+            ),
+        )
     else:
         report.update(ok=True, status="ok")
     return report

@@ -17,20 +17,34 @@ UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     tick = subparsers.add_parser(
-        "tick", help="enqueue due schedule slots, run a batch of due jobs, print the summary",
+        "tick",
+        help="enqueue due schedule slots, run a batch of due jobs, print the summary",
         description="Run one tick, as the HTTP tick endpoint would: enqueue the schedule "
         "slots that came due, run up to --limit due jobs within --time-budget seconds, and "
         "print the JSON summary. Pings $TICKQ_HEARTBEAT_URL when set.",
-    )  # fmt: skip
+    )
     add_app_argument(tick)
     tick.add_argument("--limit", type=int, default=100, help="jobs to run at most (100)")
-    tick.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS",
-                      help="start no job after this many seconds (20)")  # fmt: skip
-    tick.add_argument("--strict", action="store_true",
-                      help="exit 1 when jobs failed for good in this tick, or the oldest due "
-                           "job waited longer than --max-wait")  # fmt: skip
-    tick.add_argument("--max-wait", type=duration, default=timedelta(hours=1), metavar="AGE",
-                      help="with --strict: how long due work may wait, e.g. 30m, 2h (1h)")  # fmt: skip
+    tick.add_argument(
+        "--time-budget",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="start no job after this many seconds (20)",
+    )
+    tick.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when jobs failed for good in this tick, or the oldest due "
+        "job waited longer than --max-wait",
+    )
+    tick.add_argument(
+        "--max-wait",
+        type=duration,
+        default=timedelta(hours=1),
+        metavar="AGE",
+        help="with --strict: how long due work may wait, e.g. 30m, 2h (1h)",
+    )
     tick.set_defaults(handler=run_tick)
 
 
@@ -38,7 +52,9 @@ def duration(text: str) -> timedelta:
     """``90s``, ``15m``, ``2h``, ``7d`` -> timedelta."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
     if not match:
-        raise argparse.ArgumentTypeError(f"expected a duration like 90s, 15m, 2h or 7d, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 90s, 15m, 2h or 7d, got {text!r}"
+        )
     return timedelta(**{UNITS[match[2]]: float(match[1])})
 
 

@@ -443,9 +443,7 @@ class SqlStore:
         if not moves:
             return []
         results = self.run_many([("enqueue_schedule", self._move_params(m)) for m in moves])
-        return [
-            {key: int(id_) for id_, key in rows if id_} if rows else None for rows in results
-        ]
+        return [{key: int(id_) for id_, key in rows if id_} if rows else None for rows in results]
 
     def _move_params(self, move: ScheduleMove) -> dict[str, Any]:
         return {

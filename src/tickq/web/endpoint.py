@@ -35,7 +35,7 @@ MAX_QUERY_FIELDS = 20
 TRUE_WORDS = ("1", "true", "yes", "on")
 SECRET_HINT = (
     "set it to a long random value, e.g. the output of "
-    "python -c \"import secrets; print(secrets.token_urlsafe(32))\", as a secret both in the "
+    'python -c "import secrets; print(secrets.token_urlsafe(32))", as a secret both in the '
     "app's environment and in the scheduler that calls this endpoint"
 )
 
@@ -99,7 +99,9 @@ class EndpointOptions:
                 f"limit must be between 0 and max_limit ({self.max_limit}), got {self.limit}"
             )
         if self.time_budget <= 0:
-            raise ConfigurationError(f"time_budget must be positive seconds, got {self.time_budget}")
+            raise ConfigurationError(
+                f"time_budget must be positive seconds, got {self.time_budget}"
+            )
         for name in ("expected_interval", "max_wait"):
             value = getattr(self, name)
             if not isinstance(value, timedelta) or value <= timedelta(0):
@@ -108,8 +110,10 @@ class EndpointOptions:
     def secrets(self) -> list[tuple[str, str]]:
         """[(where it came from, value)] of the tokens accepted now, current first."""
         found = []
-        for value, env, option in ((self.secret, SECRET_ENV, "secret="),
-                                   (self.previous_secret, PREVIOUS_SECRET_ENV, "previous_secret=")):  # fmt: skip
+        for value, env, option in (
+            (self.secret, SECRET_ENV, "secret="),
+            (self.previous_secret, PREVIOUS_SECRET_ENV, "previous_secret="),
+        ):
             if value is None:
                 value, option = os.environ.get(env, "").strip(), env
             if value:
@@ -154,8 +158,12 @@ class Response:
         return HTTPStatus(self.status).phrase
 
     def all_headers(self) -> list[tuple[str, str]]:
-        return [("content-type", "application/json"), ("cache-control", "no-store"),
-                ("content-length", str(len(self.body))), *self.headers]  # fmt: skip
+        return [
+            ("content-type", "application/json"),
+            ("cache-control", "no-store"),
+            ("content-length", str(len(self.body))),
+            *self.headers,
+        ]
 
 
 def json_response(status: int, data: Any, headers: Sequence[tuple[str, str]] = ()) -> Response:
@@ -202,8 +210,11 @@ class Endpoint:
         if request.method not in route.methods:
             allowed = ", ".join(route.methods)
             hint = " (GET too with allow_get=True)" if route.name == "tick" else ""
-            return error(405, f"{request.method} is not allowed here; use {allowed}{hint}",
-                         [("allow", allowed)])  # fmt: skip
+            return error(
+                405,
+                f"{request.method} is not allowed here; use {allowed}{hint}",
+                [("allow", allowed)],
+            )
         return self.authorize(request) if route.protected else None
 
     def handle(self, request: Request, route: Route | None = None) -> Response:
@@ -215,14 +226,18 @@ class Endpoint:
     def authorize(self, request: Request) -> Response | None:
         secrets = self.options.secrets()
         if not secrets:
-            return error(503, f"the tick endpoint is disabled because {SECRET_ENV} is not set: "
-                              f"{SECRET_HINT}")  # fmt: skip
+            return error(
+                503, f"the tick endpoint is disabled because {SECRET_ENV} is not set: {SECRET_HINT}"
+            )
         for source, value in secrets:
             if problem := secret_problem(value):
                 return error(503, f"the tick endpoint is disabled: {source} {problem}")
         if request.authorization is None:
-            return error(401, "missing Authorization header: send 'Authorization: Bearer "
-                              f"<{SECRET_ENV}>'", [("www-authenticate", "Bearer")])  # fmt: skip
+            return error(
+                401,
+                f"missing Authorization header: send 'Authorization: Bearer <{SECRET_ENV}>'",
+                [("www-authenticate", "Bearer")],
+            )
         if not token_matches(request.authorization, [v for _, v in secrets]):
             return error(401, "wrong bearer token", [("www-authenticate", "Bearer")])
         return None
@@ -258,8 +273,11 @@ class Endpoint:
         if raw is None or raw == "":
             return self.options.limit
         if not raw.isascii() or not raw.isdigit():
-            return error(400, f"limit must be a whole number from 0 to "
-                              f"{self.options.max_limit}, got {raw[:40]!r}")  # fmt: skip
+            return error(
+                400,
+                f"limit must be a whole number from 0 to "
+                f"{self.options.max_limit}, got {raw[:40]!r}",
+            )
         return min(int(raw), self.options.max_limit)
 
     def _ping(self, ok: bool, body: bytes) -> None:
@@ -285,8 +303,9 @@ def secret_problem(secret: str) -> str | None:
     if not secret.isascii() or not secret.isprintable() or " " in secret:
         return "must be printable ASCII without spaces (it travels in an HTTP header)"
     if len(secret) < MIN_SECRET_LENGTH:
-        return (f"is too short ({len(secret)} characters; at least {MIN_SECRET_LENGTH}): "
-                f"{SECRET_HINT}")  # fmt: skip
+        return (
+            f"is too short ({len(secret)} characters; at least {MIN_SECRET_LENGTH}): {SECRET_HINT}"
+        )
     return None
 
 

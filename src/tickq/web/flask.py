@@ -16,8 +16,13 @@ def blueprint(endpoint: Endpoint, name: str = "tickq") -> Any:
 
     bp = Blueprint(name, __name__)
     for route in endpoint.routes:
-        bp.add_url_rule(route.path, endpoint=route.name, view_func=_view(endpoint, route),
-                        methods=METHODS, provide_automatic_options=False)  # fmt: skip
+        bp.add_url_rule(
+            route.path,
+            endpoint=route.name,
+            view_func=_view(endpoint, route),
+            methods=METHODS,
+            provide_automatic_options=False,
+        )
     return bp
 
 
@@ -27,8 +32,7 @@ def _view(endpoint: Endpoint, route: Route) -> Any:
 
     def view() -> FlaskResponse:
         response = endpoint.handle(Request.from_environ(request.environ), route)
-        return FlaskResponse(response.body, status=response.status,
-                             headers=response.all_headers())  # fmt: skip
+        return FlaskResponse(response.body, status=response.status, headers=response.all_headers())
 
     view.__name__ = f"tickq_{route.name}"
     return view
