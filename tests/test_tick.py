@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, run_tickq, tickq_env
+from test_web import Receiver
 from tickq import FrozenClock, JobContext, Queue
 from tickq.store import ScheduleMove
 from tickq.tick import strict_problems
@@ -129,6 +130,36 @@ def test_catch_up_all_runs_each_missed_slot_once_oldest_first_up_to_the_bound(
     assert summary["schedules_enqueued"][0]["missed"] == 4
     assert summary["jobs"]["succeeded"] == 5
     assert Counter(m["slot"] for m in ran).most_common(1)[0][1] == 1
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        # Spring forward (29 March): 02:30 does not exist, it runs at 03:00 CEST.
+        (datetime(2026, 3, 28, 12, tzinfo=UTC),
+         [("half_past_two", "2026-03-29T01:00:00+00:00"), ("nine", "2026-03-29T07:00:00+00:00")]),
+        # Fall back (25 October): 02:30 happens twice, it runs once, at the first (CEST).
+        (datetime(2026, 10, 24, 12, tzinfo=UTC),
+         [("half_past_two", "2026-10-25T00:30:00+00:00"), ("nine", "2026-10-25T08:00:00+00:00")]),
+    ],
+    ids=["spring-forward", "fall-back"],
+)  # fmt: skip
+def test_ticking_through_a_clock_change_runs_each_local_time_once(
+    frozen_queue: Queue, clock: FrozenClock, start: datetime, expected: list[tuple[str, str]]
+) -> None:
+    q = frozen_queue
+    runs: list[tuple[str, str, int]] = []
+
+    def record(ctx: JobContext) -> None:
+        runs.append((ctx.meta["schedule"], ctx.meta["slot"], ctx.meta["missed"]))
+
+    q.schedule("30 2 * * *", tz="Europe/Berlin", name="half_past_two")(q.job(name="a")(record))
+    q.schedule("0 9 * * *", tz="Europe/Berlin", name="nine")(q.job(name="b")(record))
+    clock.set(start)
+    for _ in range(4 * 36):  # a scheduler calling every 15 minutes for 36 hours
+        clock.advance(minutes=15)
+        q.tick()
+    assert runs == [(name, slot, 0) for name, slot in expected]
 
 
 def test_a_pruned_slot_never_runs_again(
@@ -348,6 +379,11 @@ def test_cli_tick_prints_the_summary_and_strict_fails_on_failures(
         "ok": False,
         "problems": ["1 job(s) failed permanently in this tick"],
     }
+    with Receiver() as receiver:
+        pinged = run_tickq("tick", "apps.ticking:q", TICKQ_HEARTBEAT_URL=receiver.url, **env)
+        assert pinged.returncode == 0, pinged.stderr
+    [(path, body)] = receiver.received
+    assert path == "/ping/abc-123" and json.loads(body) == json.loads(pinged.stdout)
     bad = run_tickq("tick", "apps.ticking:q", "--limit", "-1", **env)
     assert (
         bad.returncode == 1 and bad.stderr.strip() == "tickq: error: --limit must be >= 0, got -1"

@@ -80,6 +80,12 @@ class Receiver:
         self.server.shutdown()
         self.server.server_close()
 
+    def __enter__(self) -> Receiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
@@ -174,6 +180,8 @@ def test_an_authorised_tick_answers_with_its_summary(app_queue: Queue) -> None:
         assert summary["limit"] == 20 and summary["duration_ms"] >= 0
         assert httpx.post(base + TICK + "?limit=5000", headers=AUTH).json()["limit"] == 50
         assert httpx.post(base + TICK + "?limit=0", headers=AUTH).json()["limit"] == 0
+        huge = httpx.post(base + TICK + "?limit=" + "9" * 5000, headers=AUTH)
+        assert huge.status_code == 200 and huge.json()["limit"] == 50
         bad = httpx.post(base + TICK + "?limit=lots", headers=AUTH)
         assert bad.status_code == 400
         assert bad.json() == {"error": "limit must be a whole number from 0 to 50, got 'lots'"}
@@ -287,6 +295,9 @@ def test_heartbeat_pings_after_each_tick_and_pings_fail_when_it_fails(
     with serving(broken.asgi_app(secret=SECRET, heartbeat_url=receiver.url)) as base:
         r = httpx.post(base + TICK, headers=AUTH)
         assert r.status_code == 500 and r.json()["error"].startswith("tick failed: SchemaMissing")
+        health = httpx.get(base + HEALTH)
+        assert health.status_code == 503
+        assert health.json() == {"ok": False, "status": "error", "error": "SchemaMissing"}
     (ok_path, ok_body), (fail_path, fail_body) = receiver.received
     assert ok_path == "/ping/abc-123" and json.loads(ok_body)["jobs"]["succeeded"] == 1
     assert fail_path == "/ping/abc-123/fail" and b"SchemaMissing" in fail_body

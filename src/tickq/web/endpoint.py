@@ -191,6 +191,7 @@ class Endpoint:
 
     queue: Queue
     options: EndpointOptions = field(default_factory=EndpointOptions)
+    routes: list[Route] = field(init=False)
 
     def __post_init__(self) -> None:
         tick_methods = ("GET", "POST") if self.options.allow_get else ("POST",)
@@ -278,7 +279,9 @@ class Endpoint:
                 f"limit must be a whole number from 0 to "
                 f"{self.options.max_limit}, got {raw[:40]!r}",
             )
-        return min(int(raw), self.options.max_limit)
+        return min(
+            int(raw[:9]) if len(raw) <= 9 else self.options.max_limit, self.options.max_limit
+        )
 
     def _ping(self, ok: bool, body: bytes) -> None:
         # Pinged before answering: a host that sleeps may freeze the process right after.
@@ -293,9 +296,7 @@ class Endpoint:
             log.exception("tickq health check failed")
             report = {"ok": False, "status": "error", "error": type(exc).__name__}
         response = json_response(200 if report["ok"] else 503, report)
-        if request.method == "HEAD":
-            return Response(response.status, b"", (("content-length", "0"),))
-        return response
+        return Response(response.status, b"") if request.method == "HEAD" else response
 
 
 def secret_problem(secret: str) -> str | None:
