@@ -412,7 +412,10 @@ class SqlStore:
     def start_tick(self) -> TickState:
         """Record that a tick began and read what it needs, in one round trip."""
         params = {"now": self._now()}
-        return self._tick_state(self.run_many([("record_tick", params), ("tick_state", params)])[1])
+        return self._tick_state(self.run_many(self._start_tick_statements(params))[-1])
+
+    def _start_tick_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("record_tick", params), ("tick_state", params)]
 
     def tick_state(self) -> TickState:
         """The time, the backlog and every schedule's cursor, without recording a tick."""

@@ -99,6 +99,9 @@ class PostgresStore(SqlStore):
         rows = self.run("insert_many", **insert_many_params(self, jobs))
         return match_inserted(self, jobs, rows)
 
+    def _start_tick_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("start_tick", params)]
+
     def _move_params(self, move: ScheduleMove) -> dict[str, Any]:
         return {**insert_many_params(self, move.jobs), **super()._move_params(move)}
 

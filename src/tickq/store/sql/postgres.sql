@@ -203,16 +203,27 @@ SELECT now()
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
--- name: record_tick
-INSERT INTO tickq_ticks AS t (id, last_tick_at, ticks)
-VALUES (1, COALESCE(CAST(:now AS timestamptz), now()), 1)
-ON CONFLICT (id) DO UPDATE
-SET last_tick_at = GREATEST(t.last_tick_at, EXCLUDED.last_tick_at), ticks = t.ticks + 1
-
 -- name: tick_state
 -- Everything a tick needs to know before it starts, in one round trip: the time, the
 -- backlog of pending jobs (how many are due, when the earliest comes due) and each
 -- schedule's cursor.
+SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
+       CAST(NULL AS bigint)
+UNION ALL
+SELECT 'backlog', NULL, min(run_after),
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+FROM tickq_jobs WHERE status = 'pending'
+UNION ALL
+SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
+
+-- name: start_tick
+-- Records the tick and reads tick_state's rows in one statement (SQLite runs record_tick
+-- then tick_state): an empty tick stays at three round trips.
+WITH recorded AS (
+    INSERT INTO tickq_ticks AS t (id, last_tick_at, ticks)
+    VALUES (1, COALESCE(CAST(:now AS timestamptz), now()), 1)
+    ON CONFLICT (id) DO UPDATE
+    SET last_tick_at = GREATEST(t.last_tick_at, EXCLUDED.last_tick_at), ticks = t.ticks + 1)
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
