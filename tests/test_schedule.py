@@ -221,3 +221,5 @@ def test_decorator_registers_a_job_and_refuses_mistakes(tmp_path) -> None:  # ty
 
         @q.schedule("@hourly")
         def needs_args(user_id: int) -> None: ...
+
+    assert q.definition("needs_args") is None and "needs_args" not in q.schedules

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from .web.asgi import AsgiApp
-    from .web.endpoint import EndpointSettings
+    from .web.endpoint import Endpoint, EndpointSettings
     from .web.wsgi import WsgiApp
 
 log = logging.getLogger("tickq")
@@ -495,8 +495,8 @@ class Queue:
 
         ``cron`` has 5 fields (or ``@hourly``, ``@daily``...), evaluated in ``tz``; ``every``
         is a fixed interval counted from 1970-01-01 UTC. Nothing fires by itself: each
-        ``q.tick()`` (or worker pass) enqueues the slots that have come due, each one once
-        ever. After a sleep, ``catch_up="latest"`` runs only the latest missed slot and
+        ``q.tick()`` (or ``q.enqueue_schedules()``) enqueues the slots that have come due,
+        each one once ever. After a sleep, ``catch_up="latest"`` runs only the latest missed slot and
         ``"all"`` every one (the latest ``max_catch_up``); the job reads
         ``ctx.meta["slot"]`` and ``ctx.meta["missed"]``.
         """
@@ -559,7 +559,7 @@ class Queue:
 
         return tick_health(self, expected_interval)
 
-    def endpoint(self, **options: Unpack[EndpointSettings]) -> Any:
+    def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints behind every adapter below."""
         from .web.endpoint import Endpoint, EndpointOptions
 
