@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .clock import Clock, SystemClock, require_aware
 from .cycle import run_cycle
@@ -16,7 +16,15 @@ from .job import Attempt, Job, NewJob
 from .lease import LeaseKeeper
 from .payload import dump_payload
 from .retry import Backoff, as_backoff
+from .schedule import DEFAULT_MAX_CATCH_UP, ScheduleDefinition
 from .store import SqlStore, open_store
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from .web.asgi import AsgiApp
+    from .web.endpoint import Endpoint, EndpointSettings
+    from .web.wsgi import WsgiApp
 
 log = logging.getLogger("tickq")
 
@@ -129,6 +137,7 @@ class Queue:
         self.lease_seconds = float(lease_seconds)
         self.strict = strict
         self._definitions: dict[str, JobDefinition] = {}
+        self.schedules: dict[str, ScheduleDefinition] = {}
         self._failure_hooks: list[FailureHook] = []
         if callable(on_failure):
             self._failure_hooks.append(on_failure)
@@ -462,6 +471,142 @@ class Queue:
         if self._keeper is not None:
             self._keeper[1].stop()
         self.store.close()
+
+    # -- schedules and the tick (hosts that sleep) --------------------------------------
+    def schedule(
+        self,
+        cron: str | None = None,
+        /,
+        *,
+        every: timedelta | None = None,
+        tz: str = "UTC",
+        name: str | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = DEFAULT_MAX_CATCH_UP,
+        max_delay: timedelta | None = None,
+    ) -> Callable[[Callable[..., Any]], JobFunction[Any, Any]]:
+        """Run the decorated function on a schedule; its runs are ordinary jobs (retries).
+
+        >>> @q.schedule("0 9 * * 1-5", tz="Europe/Berlin")   # 09:00 Berlin time, Mon-Fri
+        ... def send_daily_digest() -> None: ...
+        >>> @q.schedule(every=timedelta(minutes=15))
+        ... @q.job(max_attempts=2, timeout=60)             # stack on @q.job for job options
+        ... def sync_calendar() -> None: ...
+
+        ``cron`` has 5 fields (or ``@hourly``, ``@daily``...), evaluated in ``tz``; ``every``
+        is a fixed interval counted from 1970-01-01 UTC. Nothing fires by itself: each
+        ``q.tick()`` (or ``q.enqueue_schedules()``) enqueues the slots that have come due,
+        each one once ever. After a sleep, ``catch_up="latest"`` runs only the latest missed
+        slot and ``"all"`` every one (the latest ``max_catch_up``); the job reads
+        ``ctx.meta["slot"]`` and ``ctx.meta["missed"]``.
+        """
+        if callable(cron):
+            raise ConfigurationError(
+                "@q.schedule needs a schedule: @q.schedule('*/15 * * * *') or "
+                "@q.schedule(every=timedelta(minutes=15))"
+            )
+
+        def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
+            job_name = fn.name if isinstance(fn, JobFunction) else (name or fn.__name__)
+            definition = ScheduleDefinition(
+                name=name or job_name, job=job_name, cron=cron, every=every, tz=tz,
+                catch_up=catch_up, max_catch_up=max_catch_up, max_delay=max_delay,
+            )  # fmt: skip
+            if definition.name in self.schedules:
+                raise ConfigurationError(
+                    f"a schedule named {definition.name!r} is already registered; "
+                    "pass name= to tell them apart"
+                )
+            if isinstance(fn, JobFunction):
+                if fn.queue is not self:
+                    raise ConfigurationError(f"job {fn.name!r} belongs to another Queue")
+                _callable_without_arguments(fn.definition)
+                job = fn
+            else:
+                job = self.job(fn, name=name, max_delay=max_delay)
+                try:
+                    _callable_without_arguments(job.definition)
+                except ConfigurationError:
+                    del self._definitions[job.name]
+                    raise
+            self.schedules[definition.name] = definition
+            return job
+
+        return register
+
+    def tick(self, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]:
+        """What one scheduler call does: enqueue due schedule slots, then process jobs.
+
+        Runs at most ``limit`` jobs and starts none after ``time_budget`` seconds. Returns
+        a JSON-serialisable summary: ``schedules_enqueued`` ([{name, slot, job_id}]),
+        ``jobs`` (claimed, succeeded, retried, failed, ...), ``remaining_due`` (due jobs
+        left for the next call), ``next_due_at`` (ISO-8601 UTC of the next job or slot, or
+        None), ``oldest_due_age_seconds``, ``ticked_at`` and ``duration_ms``.
+        """
+        from .tick import run_tick
+
+        return run_tick(self, limit, time_budget)
+
+    def enqueue_schedules(self) -> list[dict[str, Any]]:
+        """Enqueue the schedule slots that have come due, without running anything."""
+        from .tick import enqueue_schedules
+
+        return enqueue_schedules(self)
+
+    def health(self, expected_interval: timedelta = timedelta(minutes=15)) -> dict[str, Any]:
+        """When the last tick ran; ``ok`` is False once it is older than twice the interval."""
+        from .tick import tick_health
+
+        return tick_health(self, expected_interval)
+
+    def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
+        """The framework-free tick and health endpoints behind every adapter below."""
+        from .web.endpoint import Endpoint, EndpointOptions
+
+        return Endpoint(self, EndpointOptions(**options))
+
+    def asgi_app(self, **options: Unpack[EndpointSettings]) -> AsgiApp:
+        """An ASGI app with ``POST /api/cron/tick`` and ``GET /api/cron/health``.
+
+        The tick needs ``Authorization: Bearer $CRON_SECRET`` (``$CRON_SECRET_PREVIOUS`` is
+        accepted too, for rotation); without a secret configured it answers 503 and runs
+        nothing. Options: ``path``, ``health_path``, ``secret``, ``previous_secret``,
+        ``allow_get`` (Vercel Cron calls with GET), ``limit``, ``max_limit`` (cap of
+        ``?limit=``), ``time_budget``, ``expected_interval`` (health fails after twice
+        that), ``max_wait`` (``?strict=1`` answers 500 past it, or on new failures) and
+        ``heartbeat_url`` (default ``$TICKQ_HEARTBEAT_URL``).
+        """
+        from .web.asgi import AsgiApp
+
+        return AsgiApp(self.endpoint(**options))
+
+    def wsgi_app(self, **options: Unpack[EndpointSettings]) -> WsgiApp:
+        """The same endpoints as a WSGI app; options as for ``asgi_app``."""
+        from .web.wsgi import WsgiApp
+
+        return WsgiApp(self.endpoint(**options))
+
+    def flask_blueprint(self, name: str = "tickq", **options: Unpack[EndpointSettings]) -> Any:
+        """The same endpoints as a Flask blueprint; options as for ``asgi_app``."""
+        from .web.flask import blueprint
+
+        return blueprint(self.endpoint(**options), name)
+
+    def django_urls(self, **options: Unpack[EndpointSettings]) -> list[Any]:
+        """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""
+        from .web.django import urls
+
+        return urls(self.endpoint(**options))
+
+
+def _callable_without_arguments(definition: JobDefinition) -> None:
+    try:
+        definition.check_payload({})
+    except TypeError:
+        raise ConfigurationError(
+            f"scheduled job {definition.name!r} is called with no arguments, but its "
+            "function requires some; give them defaults (a JobContext parameter is fine)"
+        ) from None
 
 
 def _hostname() -> str:

@@ -113,12 +113,8 @@ def duration(minutes: int) -> str:
 
 def parsed(cron: str):  # type: ignore[no-untyped-def]
     """A cronsim iterator over ``cron`` in UTC (cronsim is imported only when needed)."""
-    try:
-        from cronsim import CronSim, CronSimError
-    except ImportError:  # pragma: no cover - depends on the install
-        raise ConfigurationError(
-            "checking a cron expression needs the cronsim package: pip install 'tickq[cron]'"
-        ) from None
+    from cronsim import CronSim, CronSimError
+
     try:
         return CronSim(cron, GAP_BASE)
     except CronSimError as exc:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ..clock import Clock
 from ..errors import ConfigurationError
-from .base import Outcome, Recorded, SqlStore
+from .base import Outcome, Recorded, ScheduleMove, SqlStore, TickState
 
-__all__ = ["Outcome", "Recorded", "SqlStore", "open_store"]
+__all__ = ["Outcome", "Recorded", "ScheduleMove", "SqlStore", "TickState", "open_store"]
 
 
 def open_store(url: str, clock: Clock | None = None) -> SqlStore:

@@ -36,6 +36,30 @@ class Outcome:
     duration: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class TickState:
+    """What a tick reads before it starts: the time, the backlog and schedule cursors."""
+
+    now: datetime
+    due: int
+    """Pending jobs due now."""
+    earliest_pending: datetime | None
+    """``run_after`` of the earliest pending job (due or not)."""
+    cursors: dict[str, datetime]
+    """Schedule name -> ``handled_until``: every slot at or before it is enqueued."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleMove:
+    """Move one schedule's cursor from ``expected`` to ``handled_until`` with its jobs."""
+
+    name: str
+    expected: datetime | None
+    handled_until: datetime
+    last_slot: datetime | None
+    jobs: Sequence[NewJob]
+
+
 @dataclass(slots=True)
 class Recorded:
     """Which outcomes the store applied; ``stale`` lost their lease before finishing."""
@@ -383,3 +407,63 @@ class SqlStore:
         """(number of pending jobs due now, when the next pending job comes due)."""
         due = self.run("due_summary", now=self._now())[0][0]
         return due, self._decode_ts(self.run("next_due")[0][0])
+
+    # -- schedules and ticks ------------------------------------------------------------
+    def start_tick(self) -> TickState:
+        """Record that a tick began and read what it needs, in one round trip."""
+        params = {"now": self._now()}
+        return self._tick_state(self.run_many(self._start_tick_statements(params))[-1])
+
+    def _start_tick_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("record_tick", params), ("tick_state", params)]
+
+    def tick_state(self) -> TickState:
+        """The time, the backlog and every schedule's cursor, without recording a tick."""
+        return self._tick_state(self.run("tick_state", now=self._now()))
+
+    def _tick_state(self, rows: Rows) -> TickState:
+        now, due, earliest, cursors = None, 0, None, {}
+        for kind, name, at, count in rows:
+            if kind == "now":
+                now = self._decode_ts(at)
+            elif kind == "backlog":
+                due, earliest = int(count or 0), self._decode_ts(at)
+            else:
+                cursors[name] = self._decode_ts(at)
+        return TickState(now, due, earliest, cursors)  # type: ignore[arg-type]
+
+    def tick_backlog(self) -> tuple[int, datetime | None, datetime]:
+        """(pending jobs due now, ``run_after`` of the earliest pending job, now)."""
+        due, earliest, now = self.run("tick_backlog", now=self._now())[0]
+        return int(due), self._decode_ts(earliest), self._decode_ts(now)  # type: ignore[return-value]
+
+    def enqueue_schedules(self, moves: Sequence[ScheduleMove]) -> list[dict[str, int] | None]:
+        """Apply each move whose cursor is still where it was read, in one transaction.
+
+        Per move: ``{unique_key: job id}`` of the jobs inserted, or None when another tick
+        moved the cursor first (and so enqueued those slots itself).
+        """
+        if not moves:
+            return []
+        results = self.run_many([("enqueue_schedule", self._move_params(m)) for m in moves])
+        return [{key: int(id_) for id_, key in rows if id_} if rows else None for rows in results]
+
+    def _move_params(self, move: ScheduleMove) -> dict[str, Any]:
+        return {
+            "name": move.name, "expected": self._ts(move.expected),
+            "handled_until": self._ts(move.handled_until),
+            "last_slot": self._ts(move.last_slot), "now": self._now(),
+        }  # fmt: skip
+
+    def schedule_states(self) -> list[dict[str, Any]]:
+        """Each stored schedule cursor: name, handled_until, last_slot, updated_at."""
+        return [
+            {"name": name, "handled_until": self._decode_ts(until),
+             "last_slot": self._decode_ts(last), "updated_at": self._decode_ts(updated)}
+            for name, until, last, updated in self.run("schedule_states")
+        ]  # fmt: skip
+
+    def last_tick(self) -> tuple[datetime | None, int, datetime]:
+        """(when the last tick began or None, how many ticks so far, now)."""
+        at, ticks, now = self.run("last_tick", now=self._now())[0]
+        return self._decode_ts(at), int(ticks or 0), self._decode_ts(now)  # type: ignore[return-value]

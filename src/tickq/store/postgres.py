@@ -13,7 +13,7 @@ from typing import Any
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
-from .base import CHUNK, Rows, SqlStore, Statement
+from .base import CHUNK, Rows, ScheduleMove, SqlStore, Statement
 
 
 def _psycopg() -> Any:
@@ -98,6 +98,12 @@ class PostgresStore(SqlStore):
             return super()._insert_chunk(jobs)
         rows = self.run("insert_many", **insert_many_params(self, jobs))
         return match_inserted(self, jobs, rows)
+
+    def _start_tick_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("start_tick", params)]
+
+    def _move_params(self, move: ScheduleMove) -> dict[str, Any]:
+        return {**insert_many_params(self, move.jobs), **super()._move_params(move)}
 
     def _migrate(self, conn: Any, steps: list[tuple[int, str, str]]) -> list[int]:
         applied_now = []

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..clock import Clock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import Job
-from .base import Rows, SqlStore, Statement
+from .base import Rows, ScheduleMove, SqlStore, Statement
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 
@@ -133,6 +133,22 @@ class SQLiteStore(SqlStore):
             [("record_expired_attempts", {"now": now}), ("rescue_expired", {"now": now})]
         )
         return [self.job_from_row(r) for r in rows]
+
+    def enqueue_schedules(self, moves: Sequence[ScheduleMove]) -> list[dict[str, int] | None]:
+        conn = self.connection()
+        results: list[dict[str, int] | None] = []
+        with self._errors(), self._transaction(conn):
+            for move in moves:
+                if not conn.execute(self.q["advance_schedule"], self._move_params(move)).fetchall():
+                    results.append(None)
+                    continue
+                inserted = {}
+                for job in move.jobs:
+                    rows = conn.execute(self.q["insert"], self.insert_params(job)).fetchall()
+                    if rows:
+                        inserted[str(job.unique_key)] = int(rows[0][0])
+                results.append(inserted)
+        return results
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
         conn = self.connection()

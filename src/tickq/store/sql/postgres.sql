@@ -200,3 +200,84 @@ SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :sinc
 
 -- name: db_now
 SELECT now()
+
+-- Schedules and ticks (schema 2) -------------------------------------------------------
+
+-- name: tick_state
+-- Everything a tick needs to know before it starts, in one round trip: the time, the
+-- backlog of pending jobs (how many are due, when the earliest comes due) and each
+-- schedule's cursor.
+SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
+       CAST(NULL AS bigint)
+UNION ALL
+SELECT 'backlog', NULL, min(run_after),
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+FROM tickq_jobs WHERE status = 'pending'
+UNION ALL
+SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
+
+-- name: start_tick
+-- Records the tick and reads tick_state's rows in one statement (SQLite runs record_tick
+-- then tick_state): an empty tick stays at three round trips.
+WITH recorded AS (
+    INSERT INTO tickq_ticks AS t (id, last_tick_at, ticks)
+    VALUES (1, COALESCE(CAST(:now AS timestamptz), now()), 1)
+    ON CONFLICT (id) DO UPDATE
+    SET last_tick_at = GREATEST(t.last_tick_at, EXCLUDED.last_tick_at), ticks = t.ticks + 1)
+SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
+       CAST(NULL AS bigint)
+UNION ALL
+SELECT 'backlog', NULL, min(run_after),
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+FROM tickq_jobs WHERE status = 'pending'
+UNION ALL
+SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
+
+-- name: tick_backlog
+SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END),
+       min(run_after), COALESCE(CAST(:now AS timestamptz), now())
+FROM tickq_jobs WHERE status = 'pending'
+
+-- name: enqueue_schedule
+-- Moves the schedule's cursor only from the value the tick read (or creates it when the
+-- tick saw none) and inserts the slot jobs only if it moved: of racing ticks one wins, and
+-- a slot whose job was pruned can never be enqueued again. The first row (id 0) says the
+-- cursor moved; the others are the jobs inserted.
+WITH moved AS (
+    INSERT INTO tickq_schedules AS s (name, handled_until, last_slot, updated_at)
+    VALUES (:name, CAST(:handled_until AS timestamptz), CAST(:last_slot AS timestamptz),
+            COALESCE(CAST(:now AS timestamptz), now()))
+    ON CONFLICT (name) DO UPDATE
+    SET handled_until = EXCLUDED.handled_until,
+        last_slot = COALESCE(EXCLUDED.last_slot, s.last_slot),
+        updated_at = EXCLUDED.updated_at
+    WHERE s.handled_until = CAST(:expected AS timestamptz)
+    RETURNING name),
+inserted AS (
+    INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                            unique_key, unique_scope, meta, created_at, updated_at)
+    SELECT r.type, r.queue, CAST(r.payload AS jsonb), r.priority, r.max_attempts,
+           COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
+           r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+    FROM moved,
+         unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
+                CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
+                CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
+                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
+         WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
+                              unique_key, unique_scope, meta, ord)
+    ORDER BY r.ord
+    ON CONFLICT DO NOTHING
+    RETURNING id, unique_key)
+SELECT CAST(0 AS bigint), CAST(NULL AS text) FROM moved
+UNION ALL
+SELECT id, unique_key FROM inserted
+
+-- name: schedule_states
+SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY name
+
+-- name: last_tick
+SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
+       (SELECT ticks FROM tickq_ticks WHERE id = 1),
+       COALESCE(CAST(:now AS timestamptz), now())

@@ -149,3 +149,43 @@ SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
 
 -- name: failed_since
 SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
+
+-- Schedules and ticks (schema 2) -------------------------------------------------------
+
+-- name: record_tick
+INSERT INTO tickq_ticks (id, last_tick_at, ticks) VALUES (1, :now, 1)
+ON CONFLICT (id) DO UPDATE
+SET last_tick_at = MAX(last_tick_at, excluded.last_tick_at), ticks = ticks + 1
+
+-- name: tick_state
+-- Everything a tick needs to know before it starts: the time, the backlog of pending jobs
+-- (how many are due, when the earliest comes due) and each schedule's cursor.
+SELECT 'now', NULL, :now, NULL
+UNION ALL
+SELECT 'backlog', NULL, min(run_after), count(CASE WHEN run_after <= :now THEN 1 END)
+FROM tickq_jobs WHERE status = 'pending'
+UNION ALL
+SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
+
+-- name: tick_backlog
+SELECT count(CASE WHEN run_after <= :now THEN 1 END), min(run_after), :now
+FROM tickq_jobs WHERE status = 'pending'
+
+-- name: advance_schedule
+-- Moves the schedule's cursor only from the value the tick read (or creates it when the
+-- tick saw none); the slot jobs are inserted, in the same transaction, only if it moved.
+INSERT INTO tickq_schedules (name, handled_until, last_slot, updated_at)
+VALUES (:name, :handled_until, :last_slot, :now)
+ON CONFLICT (name) DO UPDATE
+SET handled_until = excluded.handled_until,
+    last_slot = COALESCE(excluded.last_slot, tickq_schedules.last_slot),
+    updated_at = excluded.updated_at
+WHERE tickq_schedules.handled_until = :expected
+RETURNING name
+
+-- name: schedule_states
+SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY name
+
+-- name: last_tick
+SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
+       (SELECT ticks FROM tickq_ticks WHERE id = 1), :now

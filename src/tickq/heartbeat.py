@@ -1,0 +1,53 @@
+"""Heartbeat pings for dead-man's switches (healthchecks.io style), with the stdlib only.
+
+After each tick tickq POSTs the summary to ``TICKQ_HEARTBEAT_URL``; after a failed tick it
+POSTs to the same URL with ``/fail`` appended. A monitor that stops hearing from the app
+alerts its owner; a ping that fails is logged and never fails the tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import urllib.request
+from urllib.parse import urlsplit, urlunsplit
+
+log = logging.getLogger("tickq")
+
+HEARTBEAT_ENV = "TICKQ_HEARTBEAT_URL"
+PING_TIMEOUT = 5.0
+
+
+def heartbeat_url(configured: str | None = None) -> str | None:
+    """The configured URL, else ``$TICKQ_HEARTBEAT_URL``, else None."""
+    return configured or os.environ.get(HEARTBEAT_ENV, "").strip() or None
+
+
+def ping_url(url: str, ok: bool) -> str:
+    """``url`` for a success, ``url`` + ``/fail`` (before any query string) for a failure."""
+    if ok:
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/fail"))
+
+
+def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -> bool:
+    """POST ``body`` to the heartbeat URL; True when the monitor answered 2xx."""
+    target = ping_url(url, ok)
+    if urlsplit(target).scheme not in ("http", "https"):
+        log.error("tickq heartbeat URL must be http(s)://..., got %r; not pinging", url)
+        return False
+    request = urllib.request.Request(
+        target,
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "tickq-heartbeat"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read(1024)
+            return 200 <= response.status < 300
+    except (OSError, ValueError) as exc:
+        shown = urlsplit(target)._replace(query="").geturl()
+        log.warning("tickq heartbeat ping to %s failed: %s", shown, exc)
+        return False

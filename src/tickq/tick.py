@@ -1,0 +1,185 @@
+"""``q.tick()``: what one scheduler call does on a host that sleeps.
+
+record the tick -> enqueue the schedule slots that came due -> ``run_cycle`` (the pass every
+driver shares) -> report what is left. An empty tick costs three round trips on Postgres:
+the tick state, the lease rescue and an empty claim.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from .cycle import run_cycle
+from .schedule import Due, ScheduleDefinition
+from .store import ScheduleMove, TickState
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+log = logging.getLogger("tickq")
+
+
+def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]:
+    """Enqueue due schedule slots, process up to ``limit`` jobs, return the summary."""
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    if time_budget is not None and time_budget <= 0:
+        raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
+    started = monotonic()
+    state = queue.store.start_tick()
+    enqueued = enqueue_due(queue, state)
+    budget = None
+    if time_budget is not None:
+        # What enqueueing used comes off the budget; a spent budget starts no job.
+        budget = max(time_budget - (monotonic() - started), 1e-6)
+    jobs = run_cycle(queue, limit, budget, None)
+    jobs.pop("duration_ms", None)
+    summary = summarise(queue, state, enqueued, jobs)
+    summary["duration_ms"] = round((monotonic() - started) * 1000, 3)
+    log.info(
+        "tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "
+        "%d failed, %d due left",
+        len(enqueued),
+        jobs["claimed"],
+        jobs["succeeded"],
+        jobs["retried"],
+        jobs["failed"],
+        summary["remaining_due"],
+        extra={"tick": summary},
+    )
+    return summary
+
+
+def enqueue_schedules(queue: Queue) -> list[dict[str, Any]]:
+    """Enqueue every schedule slot that has come due; for drivers that run jobs themselves."""
+    return enqueue_due(queue, queue.store.tick_state())
+
+
+def enqueue_due(queue: Queue, state: TickState) -> list[dict[str, Any]]:
+    """Insert one job per due slot, each (schedule, slot) once ever; report what went in."""
+    planned = []
+    for definition in queue.schedules.values():
+        plan = plan_move(queue, definition, state.cursors.get(definition.name), state.now)
+        if plan is not None:
+            planned.append(plan)
+    if not planned:
+        return []
+    results = queue.store.enqueue_schedules([move for move, _ in planned])
+    enqueued = []
+    for (move, due), inserted in zip(planned, results, strict=True):
+        if inserted is None:  # another tick moved this cursor first and enqueued the slots
+            continue
+        for i, (job, slot) in enumerate(zip(move.jobs, due.slots, strict=True)):
+            if (job_id := inserted.get(str(job.unique_key))) is not None:
+                entry = {"name": move.name, "slot": slot.isoformat(),
+                         "missed": due.missed if i == 0 else 0, "job_id": job_id}  # fmt: skip
+                log.info("schedule %(name)s enqueued slot %(slot)s as job %(job_id)s "
+                         "(%(missed)s missed)", entry)  # fmt: skip
+                enqueued.append(entry)
+    return enqueued
+
+
+def plan_move(
+    queue: Queue, definition: ScheduleDefinition, cursor: datetime | None, now: datetime
+) -> tuple[ScheduleMove, Due] | None:
+    """The cursor move (with one job per due slot) a schedule needs at ``now``, or None."""
+    # A schedule seen for the first time still runs a slot that passed within its
+    # max_delay (the app was deployed just after it); older ones are history.
+    after = cursor if cursor is not None else now - definition.effective_max_delay
+    due = definition.due(after, now)
+    if not due.slots:
+        # First sight with nothing due: store the cursor anyway, or a later tick would look
+        # back only max_delay again and could skip a slot in between.
+        return (ScheduleMove(definition.name, None, now, None, []), due) if cursor is None else None
+    jobs = [
+        queue.new_job(
+            definition.job,
+            {},
+            run_after=slot,
+            unique_key=definition.slot_key(slot),
+            unique_scope="all",
+            meta={
+                "schedule": definition.name,
+                "slot": slot.isoformat(),
+                "missed": due.missed if i == 0 else 0,
+            },
+        )
+        for i, slot in enumerate(due.slots)
+    ]
+    return ScheduleMove(definition.name, cursor, due.slots[-1], due.slots[-1], jobs), due
+
+
+def summarise(
+    queue: Queue, state: TickState, enqueued: list[dict[str, Any]], jobs: dict[str, Any]
+) -> dict[str, Any]:
+    """The tick's JSON summary; reads the backlog again only if the tick changed it."""
+    quiet = not (enqueued or state.due or jobs["claimed"] or jobs["rescued"])
+    if quiet:
+        due, earliest, now = 0, state.earliest_pending, state.now
+    else:
+        due, earliest, now = queue.store.tick_backlog()
+    next_slots = [d.next_slot(now) for d in queue.schedules.values()]
+    upcoming = [t for t in (earliest, *next_slots) if t is not None]
+    return {
+        "schedules_enqueued": enqueued,
+        "jobs": jobs,
+        "remaining_due": due,
+        "next_due_at": min(upcoming).isoformat() if upcoming else None,
+        "oldest_due_age_seconds": (
+            round((now - earliest).total_seconds(), 3) if due and earliest else None
+        ),
+        "ticked_at": state.now.isoformat(),
+    }
+
+
+def strict_problems(summary: Mapping[str, Any], max_wait: timedelta) -> list[str]:
+    """Why a strict tick should report failure: new permanent failures or stale work."""
+    problems = []
+    failed = summary["jobs"]["failed"]
+    if failed:
+        problems.append(f"{failed} job(s) failed permanently in this tick")
+    age = summary.get("oldest_due_age_seconds")
+    if age is not None and age > max_wait.total_seconds():
+        problems.append(
+            f"the oldest due job has waited {age:.0f}s, longer than max_wait "
+            f"{max_wait.total_seconds():.0f}s: tick more often or raise the limit"
+        )
+    return problems
+
+
+def tick_health(queue: Queue, expected_interval: timedelta) -> dict[str, Any]:
+    """Is a scheduler still calling? Stale once the last tick is older than twice
+    ``expected_interval``. Reveals no job data: safe to serve without a secret."""
+    last, ticks, now = queue.store.last_tick()
+    stale_after = expected_interval * 2
+    report: dict[str, Any] = {
+        "ok": False,
+        "status": "no_tick_yet",
+        "last_tick_at": None,
+        "age_seconds": None,
+        "ticks": ticks,
+        "stale_after_seconds": stale_after.total_seconds(),
+        "now": now.isoformat(),
+    }
+    if last is None:
+        report["message"] = "no tick has been recorded yet: point a scheduler at the tick endpoint"
+        return report
+    age = now - last
+    report.update(last_tick_at=last.isoformat(), age_seconds=round(age.total_seconds(), 3))
+    if age > stale_after:
+        report.update(
+            status="stale",
+            message=(
+                f"no tick for {age.total_seconds():.0f}s (expected every "
+                f"{expected_interval.total_seconds():.0f}s): the scheduler may have stopped "
+                "(GitHub disables scheduled workflows in public repositories after 60 days "
+                "without activity)"
+            ),
+        )
+    else:
+        report.update(ok=True, status="ok")
+    return report

@@ -1,0 +1,70 @@
+"""The endpoints as a plain ASGI app: run it with uvicorn or mount it in Starlette/FastAPI.
+
+Method and token are checked on the event loop (cheap); the tick and the health check run
+in a worker thread, so the loop keeps serving while jobs run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from .endpoint import Endpoint, Request, Response
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class AsgiApp:
+    """``q.asgi_app()``: an ASGI 3 application serving the tick and health endpoints."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await serve_lifespan(receive, send)
+        elif scope["type"] == "http":
+            await send_response(send, await self.respond(request_from_scope(scope)))
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+
+    async def respond(self, request: Request) -> Response:
+        route = self.endpoint.find(request.path)
+        refused = self.endpoint.check(route, request)
+        if refused is not None or route is None:
+            return refused  # type: ignore[return-value]
+        return await asyncio.to_thread(route.handler, request)
+
+
+def request_from_scope(scope: Scope) -> Request:
+    path = scope.get("path") or "/"
+    root = scope.get("root_path") or ""
+    if root and path.startswith(root):  # mounted under a prefix (Starlette's Mount)
+        path = path[len(root) :] or "/"
+    auth = [value for name, value in scope.get("headers", ()) if name.lower() == b"authorization"]
+    return Request(
+        method=str(scope.get("method", "GET")).upper(),
+        path=path,
+        query=bytes(scope.get("query_string", b"")).decode("latin-1"),
+        authorization=None if not auth else (auth[0] if len(auth) == 1 else b""),
+    )
+
+
+async def send_response(send: Send, response: Response) -> None:
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.all_headers()]
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})
+
+
+async def serve_lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,33 @@
+"""The endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .endpoint import Endpoint, Request, Route
+
+
+def urls(endpoint: Endpoint) -> list[Any]:
+    """``django.urls.path`` entries, named ``tickq-tick`` and ``tickq-health``."""
+    from django.urls import path
+
+    return [
+        path(route.path.lstrip("/"), view(endpoint, route), name=f"tickq-{route.name}")
+        for route in endpoint.routes
+    ]
+
+
+def view(endpoint: Endpoint, route: Route) -> Any:
+    """A CSRF-exempt Django view for one route (the bearer token is the protection)."""
+    from django.http import HttpRequest, HttpResponse
+    from django.views.decorators.csrf import csrf_exempt
+
+    def tickq_view(request: HttpRequest) -> HttpResponse:
+        response = endpoint.handle(Request.from_environ(request.META), route)
+        out = HttpResponse(response.body, status=response.status)
+        for name, value in response.all_headers():
+            out[name] = value
+        return out
+
+    tickq_view.__name__ = f"tickq_{route.name}"
+    return csrf_exempt(tickq_view)
