@@ -8,7 +8,6 @@ inserting transaction. SQLite has no notifications, so it has no latency floor.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
 
@@ -85,11 +84,13 @@ def _latencies(runs: list[tuple[int, float]], called: dict[int, float]) -> list[
 
 def _tickq_run(db: Database, q: Queue, jobs: int, gap: float) -> list[float]:
     db.reset()
-    log_dir = tempfile.mkdtemp(prefix="tickq-bench-log-")
+    log_dir = procs.scratch("latency-")
+    output = log_dir / "worker.out"
     worker = procs.spawn(
         ["-m", "tickq", "worker", "bench_app:q"],
+        output=output,
         TICKQ_BENCH_URL=db.url,
-        TICKQ_BENCH_LOG_DIR=log_dir,
+        TICKQ_BENCH_LOG_DIR=str(log_dir),
     )
     try:
         q.enqueue("noop", {"n": WARM_UP})
@@ -102,7 +103,9 @@ def _tickq_run(db: Database, q: Queue, jobs: int, gap: float) -> list[float]:
     finally:
         code = procs.stop(worker)
     if code:
-        raise RuntimeError(f"tickq worker exited {code} after SIGTERM (expected 0)")
+        raise RuntimeError(
+            f"tickq worker exited {code} after SIGTERM (expected 0): {procs.last_line(output)}"
+        )
     return _latencies(read_log(log_dir), called)
 
 

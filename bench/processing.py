@@ -8,10 +8,10 @@ exactly once, and from the table that every job is done after one attempt.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import procs
 from bench_app import read_log
@@ -35,15 +35,17 @@ class Config:
 
 
 def parse_grid(text: str) -> list[Config]:
-    """``"1x1,2x4"`` -> configurations; a clear error names the bad entry."""
+    """``"1x1,2x4"`` -> configurations; ``ValueError`` names a bad entry."""
     configs = []
     for item in filter(None, (p.strip() for p in text.split(","))):
         p, _, c = item.partition("x")
         if not (p.isdigit() and c.isdigit() and int(p) > 0 and int(c) > 0):
-            raise SystemExit(
-                f"run.py: --grid entry {item!r} must look like PROCESSESxCONCURRENCY, e.g. 2x4"
+            raise ValueError(
+                f"--grid entry {item!r} must look like PROCESSESxCONCURRENCY, e.g. 2x4"
             )
         configs.append(Config(int(p), int(c)))
+    if not configs:
+        raise ValueError(f"--grid names no configuration, got {text!r}; e.g. 1x1,2x4")
     return configs
 
 
@@ -71,28 +73,39 @@ class Drainer:
         runs = [r for c in children for r in procs.result(c, timeout=300)["runs"]]
         return self._rate(f"floor {processes}p b{batch}", runs, n, spawned)
 
-    def tickq(self, config: Config, n: int | None = None, limit: int = 1000) -> float:
+    def tickq(self, config: Config) -> float:
+        """Drain with ``tickq worker`` processes, or the process_jobs stand-in without one."""
+        if not self.worker:
+            return self.process_jobs(config.processes)
+        self.fill(self.n)
+        log_dir = procs.scratch("worker-")
+        spawned = time.time()
+        self._run_workers(config, log_dir, self._env(log_dir))
+        return self._rate(f"tickq {config}", read_log(log_dir), self.n, spawned)
+
+    def process_jobs(self, processes: int, n: int | None = None, limit: int = 1000) -> float:
+        """Drain with processes that loop ``q.process_jobs(limit)`` until nothing is due."""
         n = n or self.n
         self.fill(n)
-        log_dir = tempfile.mkdtemp(prefix="tickq-bench-log-")
-        env = {"TICKQ_BENCH_URL": self.db.url, "TICKQ_BENCH_LOG_DIR": log_dir}
+        log_dir = procs.scratch("drain-")
         spawned = time.time()
-        if self.worker:
-            self._run_workers(config, env)
-        else:
-            children = [
-                procs.spawn(["drain.py", "tickq", str(limit)], **env)
-                for _ in range(config.processes)
-            ]
-            for child in children:
-                procs.result(child, timeout=300)
-        return self._rate(f"tickq {config} l{limit}", read_log(log_dir), n, spawned)
+        children = [
+            procs.spawn(["drain.py", "tickq", str(limit)], **self._env(log_dir))
+            for _ in range(processes)
+        ]
+        for child in children:
+            procs.result(child, timeout=300)
+        return self._rate(f"tickq {Config(processes)}", read_log(log_dir), n, spawned)
 
-    def _run_workers(self, config: Config, env: dict[str, str]) -> None:
+    def _env(self, log_dir: Path) -> dict[str, str]:
+        return {"TICKQ_BENCH_URL": self.db.url, "TICKQ_BENCH_LOG_DIR": str(log_dir)}
+
+    def _run_workers(self, config: Config, log_dir: Path, env: dict[str, str]) -> None:
         args = ["-m", "tickq", "worker", "bench_app:q"]
         if config.concurrency:
             args += ["--concurrency", str(config.concurrency)]
-        workers = [procs.spawn(args, **env) for _ in range(config.processes)]
+        outputs = [log_dir / f"worker-{i}.out" for i in range(config.processes)]
+        workers = [procs.spawn(args, output=out, **env) for out in outputs]
         conn = self.db.connect()
         try:
             procs.wait_for(
@@ -105,7 +118,10 @@ class Drainer:
             conn.close()
             codes = [procs.stop(w) for w in workers]
         if any(codes):
-            raise RuntimeError(f"tickq worker exited {codes} after SIGTERM (expected 0)")
+            raise RuntimeError(
+                f"tickq worker exited {codes} after SIGTERM (expected 0): "
+                f"{procs.last_line(outputs[[bool(c) for c in codes].index(True)])}"
+            )
 
     def _rate(self, key: str, runs: list[tuple[int, float]], n: int, spawned: float) -> float:
         exactly_once((r[0] for r in runs), range(n))
@@ -127,6 +143,7 @@ def processing_figures(d: Drainer, grid: list[Config], one_n: int, runs: int) ->
     backend, label = d.db.name, _label(d.worker)
     default = Config(1)
     tickq_default, floor_default = repeat(runs, lambda: d.tickq(default), lambda: d.floor(1))
+    startups = {k: list(v) for k, v in d.startups.items()}  # before other runs add to them
     figures = [
         Figure(
             "process_default",
@@ -143,13 +160,13 @@ def processing_figures(d: Drainer, grid: list[Config], one_n: int, runs: int) ->
             "Start-up: spawn → first job start",
             backend,
             "ms",
-            _ms(d.startups.get(f"tickq {default} l1000", []), tickq_default),
-            _ms(d.startups.get(f"floor 1p b{FLOOR_BATCH}", []), floor_default),
+            _ms(startups.get(f"tickq {default}", []), tickq_default),
+            _ms(startups.get(f"floor 1p b{FLOOR_BATCH}", []), floor_default),
             note=f"{label}; floor: python + driver + connect + first claim",
         ),
     ]
     one = repeat(
-        runs, lambda: d.tickq(Config(1), n=one_n, limit=1), lambda: d.floor(1, batch=1, n=one_n)
+        runs, lambda: d.process_jobs(1, n=one_n, limit=1), lambda: d.floor(1, batch=1, n=one_n)
     )
     figures.append(
         Figure(

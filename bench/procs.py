@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,14 @@ ROOT = BENCH.parent
 PYTHON = sys.executable
 
 _children: list[subprocess.Popen[str]] = []
+_scratch: list[Path] = []
+
+
+def scratch(prefix: str) -> Path:
+    """A new empty folder for this benchmark run's files; ``cleanup`` removes them all."""
+    if not _scratch:
+        _scratch.append(Path(tempfile.mkdtemp(prefix="tickq-bench-")))
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=_scratch[0]))
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -29,19 +39,31 @@ def env(**extra: str) -> dict[str, str]:
     return result
 
 
-def spawn(args: list[str], **extra: str) -> subprocess.Popen[str]:
-    """Start ``python ARGS`` from bench/ with pipes; remembered for ``stop_all``."""
+def spawn(args: list[str], output: Path | None = None, **extra: str) -> subprocess.Popen[str]:
+    """Start ``python ARGS`` from bench/; remembered for ``cleanup``.
+
+    Output goes to pipes, or to the file ``output`` for long-lived chatty processes such
+    as workers (a pipe nobody reads fills up and blocks the writer).
+    """
+    sink = output.open("w") if output else None
     proc = subprocess.Popen(
         [PYTHON, *args],
         cwd=BENCH,
         env=env(**extra),
         text=True,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL if sink else subprocess.PIPE,
+        stdout=sink or subprocess.PIPE,
+        stderr=subprocess.STDOUT if sink else subprocess.PIPE,
     )
+    if sink:
+        sink.close()  # the child holds its own copy
     _children.append(proc)
     return proc
+
+
+def last_line(path: Path) -> str:
+    lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
+    return lines[-1] if lines else "no output"
 
 
 def result(proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
@@ -72,12 +94,15 @@ def stop(proc: subprocess.Popen[str], grace: float = 10.0) -> int:
     return proc.returncode
 
 
-def stop_all() -> None:
+def cleanup() -> None:
+    """Kill the children still running and remove the scratch folder."""
     while _children:
         proc = _children.pop()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    while _scratch:
+        shutil.rmtree(_scratch.pop(), ignore_errors=True)
 
 
 def wait_for(

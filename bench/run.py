@@ -96,6 +96,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(
             f"--only got unknown section(s) {sorted(unknown)}; choose from {','.join(SECTIONS)}"
         )
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs must be a positive number of jobs, got {args.jobs}")
+    args.sizes = sizes_for(args)
+    try:
+        args.configs = parse_grid(args.sizes.grid)
+    except ValueError as exc:
+        p.error(str(exc))
     return args
 
 
@@ -149,7 +156,7 @@ def measure(
             figures += enqueue_figures(db, q, sizes.enqueue_one, sizes.enqueue_many, args.runs)
         if "processing" in sections:
             progress(db, "processing")
-            grid = parse_grid(sizes.grid)
+            grid = args.configs
             if not have["worker_concurrency"]:
                 grid = [Config(c.processes) for c in grid]
             drainer = Drainer(db, q, sizes.jobs, worker=bool(have["worker"]))
@@ -241,7 +248,7 @@ def print_header(meta: dict[str, object]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    sizes = sizes_for(args)
+    sizes = args.sizes
     started = time.monotonic()
     have = features()
     dbs = open_databases(args)
@@ -251,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             figures += measure(db, sizes, args, have)
         meta = metadata(dbs, args, sizes, have, time.monotonic() - started)
     finally:
-        procs.stop_all()
+        procs.cleanup()
         for db in dbs:
             db.drop()
     print_header(meta)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any
@@ -110,7 +109,7 @@ def _empty(q: Queue, floor: Any, samples: int) -> list[Series]:
 def _due_tickq(db: Database, q: Queue) -> float:
     db.reset()
     q.enqueue_many([("noop", {"n": i}) for i in range(DUE)])
-    log_dir = tempfile.mkdtemp(prefix="tickq-bench-log-")
+    log_dir = procs.scratch("tick-")
     bench_app.use_log_dir(log_dir)
     elapsed = _timed_ms(_tick(q))
     exactly_once((n for n, _ in bench_app.read_log(log_dir)), range(DUE))
@@ -186,7 +185,7 @@ def _count_proxy(proxy: RoundTripProxy, fn: Callable[[], Any]) -> Series:
 
 def _cold(db: Database, runs: int, tick_cli: bool) -> Figure:
     db.reset()
-    env = {"TICKQ_BENCH_URL": db.url, "TICKQ_BENCH_LOG_DIR": tempfile.mkdtemp()}
+    env = {"TICKQ_BENCH_URL": db.url, "TICKQ_BENCH_LOG_DIR": str(procs.scratch("cold-"))}
     if tick_cli:
         args, label = ["-m", "tickq", "tick", "bench_app:q"], "`tickq tick bench_app:q`"
     else:
