@@ -79,14 +79,15 @@ class PostgresFloor:
         "INSERT INTO tickq_jobs (type, payload) "
         "SELECT 'noop', p::jsonb FROM unnest(%s::text[]) AS p RETURNING id"
     )
+    # ANY(ARRAY(...)) makes the planner fetch the claimed rows by primary key; the
+    # UPDATE ... FROM (CTE) shape tickq uses can plan as a hash join over a seq scan.
     CLAIM = """
-        WITH due AS (
-            SELECT id FROM tickq_jobs WHERE status = 'pending' AND run_after <= now()
-            ORDER BY priority DESC, run_after, id LIMIT %s FOR UPDATE SKIP LOCKED)
-        UPDATE tickq_jobs j SET status = 'running', attempts = j.attempts + 1,
+        UPDATE tickq_jobs SET status = 'running', attempts = attempts + 1,
                lease_expires_at = now() + interval '60 seconds'
-        FROM due WHERE j.id = due.id
-        RETURNING j.id, j.payload"""
+        WHERE id = ANY(ARRAY(
+            SELECT id FROM tickq_jobs WHERE status = 'pending' AND run_after <= now()
+            ORDER BY priority DESC, run_after, id LIMIT %s FOR UPDATE SKIP LOCKED))
+        RETURNING id, payload"""
     DONE = (
         "UPDATE tickq_jobs SET status = 'done', finished_at = now(), lease_expires_at = NULL "
         "WHERE id = ANY(%s)"
