@@ -1,10 +1,11 @@
 """Count real client-server round trips with a loopback TCP proxy in front of Postgres.
 
-A round trip is counted each time a client starts sending after the server last spoke
-(or for the first time): statements psycopg pipelines into one write count once, as they
-cost one wait on the network. It needs no server extension (``pg_stat_statements``) and
-no access to server logs, and sees every connection any process makes through it, so
-it counts a cold ``tickq tick`` process (connection set-up included) as well.
+A round trip is counted each time the server answers after the client last spoke:
+statements psycopg pipelines into one write count once, as they cost one wait on the
+network, and a message nobody answers (the client's goodbye) costs none. It needs no
+server extension (``pg_stat_statements``) and no access to server logs, and sees every
+connection any process makes through it, so it counts a cold ``tickq tick`` process
+(connection set-up included) as well.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ class RoundTripProxy:
         try:
             while data := src.recv(65536):
                 with self._lock:
-                    if from_client and not turn["client_spoke_last"]:
-                        self.count += 1
+                    if not from_client and turn["client_spoke_last"]:
+                        self.count += 1  # before forwarding: the client is still waiting
                     turn["client_spoke_last"] = from_client
                 dst.sendall(data)
         except OSError:

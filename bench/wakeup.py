@@ -198,21 +198,37 @@ def _cold(db: Database, runs: int, tick_cli: bool) -> Figure:
     cold = repeat(
         runs, lambda: procs.wall_time(args, **env) * 1000, lambda: procs.wall_time(bare) * 1000
     )
+    trips = f"; {_cold_round_trips(db, args, env)}" if db.dialect == "postgres" else ""
     return Figure(
         "tick_cold",
         "Cold process, nothing due: wall time",
         db.name,
         "ms",
         *cold,
-        note=f"{label}; floor: python imports the driver, connects, SELECT 1",
+        note=f"{label}; floor: python imports the driver, connects, SELECT 1{trips}",
     )
 
 
-def _bare_driver_args(db: Database) -> list[str]:
+def _cold_round_trips(db: Database, args: list[str], env: dict[str, str]) -> str:
+    """Round trips of one cold process, connection set-up included, beside the bare one's."""
+    proxy = RoundTripProxy(db.url)
+    try:
+        procs.wall_time(args, **{**env, "TICKQ_BENCH_URL": proxy.url})
+        tickq_trips = proxy.count
+        procs.wall_time(_bare_driver_args(db, proxy.url))
+        return f"round trips incl. connecting: {tickq_trips} vs {proxy.count - tickq_trips}"
+    finally:
+        proxy.close()
+
+
+def _bare_driver_args(db: Database, url: str | None = None) -> list[str]:
     if db.dialect == "sqlite":
         code = f"import sqlite3; sqlite3.connect({str(db.path)!r}).execute('SELECT 1').fetchall()"  # type: ignore[attr-defined]
     else:
-        code = f"import psycopg; psycopg.connect({db.url!r}).execute('SELECT 1').fetchall()"
+        code = (
+            f"import psycopg; psycopg.connect({url or db.url!r}, autocommit=True)"
+            ".execute('SELECT 1').fetchall()"
+        )
     return ["-c", code]
 
 
