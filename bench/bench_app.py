@@ -1,0 +1,67 @@
+"""The app every benchmark process loads: one no-op job that logs each run it makes.
+
+``tickq worker bench_app:q`` and the drain processes import it with the database URL in
+``TICKQ_BENCH_URL`` and a folder in ``TICKQ_BENCH_LOG_DIR``. Each run of ``noop`` appends
+``n start_time`` to ``<folder>/<pid>.log``: one unbuffered ``os.write`` (a few
+microseconds), so the log costs far less than a database round trip and still survives a
+worker that is stopped with a signal. The benchmark reads the logs back to check that
+every job ran exactly once and to time job starts.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tickq import Queue
+
+_sink: dict[str, object] = {"dir": os.environ.get("TICKQ_BENCH_LOG_DIR"), "pid": 0, "fd": -1}
+
+
+def use_log_dir(folder: str | Path) -> None:
+    """Send this process's job log to ``folder`` (the parent process switches per run)."""
+    _close_log()
+    _sink["dir"] = str(folder)
+
+
+def _close_log() -> None:
+    fd = _sink["fd"]
+    if isinstance(fd, int) and fd >= 0 and _sink["pid"] == os.getpid():
+        os.close(fd)
+    _sink["fd"], _sink["pid"] = -1, 0
+
+
+def _log_fd() -> int:
+    if _sink["pid"] != os.getpid():  # first job in this process (or after a fork)
+        folder = _sink["dir"]
+        if not folder:
+            raise RuntimeError("TICKQ_BENCH_LOG_DIR is not set: the benchmark's job log is off")
+        path = os.path.join(str(folder), f"{os.getpid()}.log")
+        _sink["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        _sink["pid"] = os.getpid()
+    return int(_sink["fd"])  # type: ignore[call-overload]
+
+
+def make_queue(url: str) -> Queue:
+    """A Queue on ``url`` with the benchmark's ``noop`` job registered (tickq defaults)."""
+    q = Queue(url)
+
+    @q.job()
+    def noop(n: int) -> None:
+        os.write(_log_fd(), b"%d %.6f\n" % (n, time.time()))
+
+    return q
+
+
+def read_log(folder: str | Path) -> list[tuple[int, float]]:
+    """Every ``(n, start_time)`` the job logged in ``folder``, from all processes."""
+    runs = []
+    for path in Path(folder).glob("*.log"):
+        for line in path.read_text().splitlines():
+            n, started = line.split()
+            runs.append((int(n), float(started)))
+    return runs
+
+
+q = make_queue(os.environ["TICKQ_BENCH_URL"]) if os.environ.get("TICKQ_BENCH_URL") else None

@@ -1,0 +1,61 @@
+"""The benchmark script works: a quick SQLite-only run exits 0 and prints its table.
+
+A smoke check only: speed is measured by bench/run.py, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, tickq_env
+
+BENCH = ROOT / "bench" / "run.py"
+
+
+def run_bench(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=tickq_env(),
+        cwd=str(ROOT),
+    )
+
+
+@pytest.mark.timeout(300)
+def test_quick_sqlite_run_prints_the_table_and_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = run_bench("--quick", "--sqlite-only", "--json", str(out), timeout=280)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| Figure | Backend | tickq: median (min-max) |" in done.stdout
+    data = json.loads(out.read_text())
+    figures = {f["key"]: f for f in data["figures"]}
+    for key in ("enqueue_one", "enqueue_many", "process_default", "process_best", "tick_empty"):
+        assert figures[key]["status"] == "ok", figures[key]
+        assert len(figures[key]["tickq"]["runs"]) >= 3
+        assert len(figures[key]["floor"]["runs"]) >= 3
+    assert {f["backend"] for f in data["figures"]} == {"sqlite"}
+    assert not [f for f in data["figures"] if f["status"] == "failed"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runs", "2"], "--runs must be at least 3"),
+        (["--only", "enqueue,speed"], "unknown section(s) ['speed']"),
+        (["--grid", "2y4", "--sqlite-only", "--only", "processing"], "'2y4' must look like"),
+    ],
+)
+def test_bad_arguments_get_a_one_line_error(args: list[str], message: str) -> None:
+    done = run_bench(*args, timeout=60)
+
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
