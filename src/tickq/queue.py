@@ -51,18 +51,38 @@ class JobDefinition:
     max_delay: timedelta | None
     is_async: bool
     context_param: str | None
+    accepted: frozenset[str] | None = None  # keyword names the function takes; None: **kwargs
+    required: frozenset[str] = frozenset()
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
         """Raise ``TypeError`` now if the job function could never accept ``payload``."""
-        import inspect
-
-        params = {k: v for k, v in payload.items() if k != self.context_param}
-        try:
-            inspect.signature(self.fn).bind(
-                **params, **({self.context_param: None} if self.context_param else {})
+        keys = payload.keys()
+        unexpected = sorted(keys - self.accepted) if self.accepted is not None else []
+        missing = sorted(self.required - keys)
+        if unexpected or missing:
+            problems = [f"unexpected {', '.join(map(repr, unexpected))}"] if unexpected else []
+            problems += [f"missing {', '.join(map(repr, missing))}"] if missing else []
+            raise TypeError(
+                f"payload does not fit job {self.name!r}{_signature_text(self.fn)}: "
+                f"{'; '.join(problems)}"
             )
-        except TypeError as exc:
-            raise TypeError(f"payload does not fit job {self.name!r}: {exc}") from exc
+
+
+def _signature_text(fn: Callable[..., Any]) -> str:
+    import inspect
+
+    return str(inspect.signature(fn))
+
+
+def _payload_names(
+    sig: Any, context_param: str | None
+) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """(names a payload may use or None for **kwargs, names it must use)."""
+    kinds = {p.name: p for p in sig.parameters.values() if p.name != context_param}
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in kinds.values())
+    named = [p for p in kinds.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    required = frozenset(p.name for p in named if p.default is p.empty)
+    return (None if var_kw else frozenset(p.name for p in named)), required
 
 
 class JobFunction(Generic[P, R]):
@@ -239,10 +259,12 @@ class Queue:
             (p.name for p in sig.parameters.values()
              if p.annotation in (JobContext, "JobContext")), None,
         )  # fmt: skip
+        accepted, required = _payload_names(sig, context_param)
         return JobDefinition(
             name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
             priority=priority, timeout=timeout, max_delay=max_delay,
             is_async=inspect.iscoroutinefunction(f), context_param=context_param,
+            accepted=accepted, required=required,
         )  # fmt: skip
 
     def definition(self, job_type: str) -> JobDefinition | None:

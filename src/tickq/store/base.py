@@ -172,12 +172,14 @@ class SqlStore:
             meta=self._decode_json(r["meta"]) or {},
         )  # fmt: skip
 
-    def insert_params(self, job: NewJob) -> dict[str, Any]:
+    def insert_params(self, job: NewJob, now: Any = ...) -> dict[str, Any]:
+        """Parameters of the ``insert`` query; pass ``now`` once for a whole chunk."""
         return {
             "type": job.type, "queue": job.queue, "payload": job.payload_json,
             "priority": job.priority, "max_attempts": job.max_attempts,
             "run_after": self._ts(job.run_after), "unique_key": job.unique_key,
-            "unique_scope": job.unique_scope, "meta": job.meta_json, "now": self._now(),
+            "unique_scope": job.unique_scope, "meta": job.meta_json,
+            "now": self._now() if now is ... else now,
         }  # fmt: skip
 
     # -- schema -------------------------------------------------------------------------
@@ -201,7 +203,8 @@ class SqlStore:
         return ids
 
     def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
-        results = self.run_many([("insert", self.insert_params(j)) for j in jobs])
+        now = self._now()
+        results = self.run_many([("insert", self.insert_params(j, now)) for j in jobs])
         return [self._existing_or_new(j, rows) for j, rows in zip(jobs, results, strict=True)]
 
     def _existing_or_new(self, job: NewJob, rows: Rows) -> int:

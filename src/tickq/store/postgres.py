@@ -79,8 +79,10 @@ class PostgresStore(SqlStore):
         if len(statements) == 1:
             name, params = statements[0]
             return [self._run(conn, self.q[name], params)]
+        # One implicit transaction and one round trip: an explicit conn.transaction() here
+        # would make psycopg sync around BEGIN and COMMIT (four round trips).
         cursors = []
-        with conn.pipeline(), conn.transaction():
+        with conn.pipeline():
             for name, params in statements:
                 cur = conn.cursor()
                 cur.execute(self.q[name], params)

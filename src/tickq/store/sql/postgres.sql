@@ -36,31 +36,31 @@ WHERE unique_key = :unique_key
 ORDER BY id DESC LIMIT 1
 
 -- name: claim
-WITH due AS (
+-- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
+-- subquery made the planner hash-join over the whole table.
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
+                       + make_interval(secs => :lease_seconds),
+    attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
+    updated_at = COALESCE(CAST(:now AS timestamptz), now())
+WHERE id = ANY(ARRAY(
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())
       AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
     ORDER BY priority DESC, run_after, id
     LIMIT :limit
-    FOR UPDATE SKIP LOCKED)
-UPDATE tickq_jobs j
-SET status = 'running', attempts = j.attempts + 1, lease_owner = :owner,
-    lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
-                       + make_interval(secs => :lease_seconds),
-    attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
-    updated_at = COALESCE(CAST(:now AS timestamptz), now())
-FROM due WHERE j.id = due.id
-RETURNING {job_columns_j}
+    FOR UPDATE SKIP LOCKED))
+RETURNING {job_columns}
 
 -- name: complete
-UPDATE tickq_jobs j
+UPDATE tickq_jobs
 SET status = 'done', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now()),
     lease_owner = NULL, lease_expires_at = NULL
-FROM unnest(CAST(:ids AS bigint[]), CAST(:attempts AS int[])) AS f(id, attempt)
-WHERE j.id = f.id AND j.attempts = f.attempt AND j.status = 'running'
-  AND j.lease_owner = :owner
-RETURNING j.id
+WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = :owner
+  AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
+RETURNING id
 
 -- name: retry_later
 WITH j AS (
