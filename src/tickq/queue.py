@@ -152,8 +152,7 @@ class Queue:
         if lease_seconds < 3:
             raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
         self.url = url or os.environ.get("TICKQ_DATABASE_URL") or DEFAULT_URL
-        self.clock = clock or SystemClock()
-        self.store: SqlStore = open_store(self.url, self.clock)
+        self.store: SqlStore = open_store(self.url, clock or SystemClock())
         self.lease_seconds = float(lease_seconds)
         self.strict = strict
         self._definitions: dict[str, JobDefinition] = {}
@@ -169,6 +168,15 @@ class Queue:
     def __repr__(self) -> str:
         shown = self.url.split("@")[-1] if "@" in self.url else self.url
         return f"<tickq.Queue {self.store.dialect} {shown!r} jobs={sorted(self._definitions)}>"
+
+    @property
+    def clock(self) -> Clock:
+        """The clock deciding what is due. Replace it in tests: ``q.clock = FrozenClock()``."""
+        return self.store.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.store.clock = clock
 
     # -- identity of this process as a lease owner --------------------------------------
     @property

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import TickqError
 
-COMMAND_MODULES = ("core", "tick", "scheduler")
+COMMAND_MODULES = ("core", "tick", "scheduler", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,10 +41,9 @@ class PostgresStore(SqlStore):
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(normalise_url(url), clock)
         self.psycopg = _psycopg()
-        self._system_clock = isinstance(self.clock, SystemClock)
 
     def _db_clock(self) -> bool:
-        return self._system_clock
+        return isinstance(self.clock, SystemClock)
 
     def _connect(self) -> Any:
         return self.psycopg.connect(
