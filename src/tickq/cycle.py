@@ -16,6 +16,7 @@ from .job import Job
 from .store import Outcome, Recorded
 
 if TYPE_CHECKING:
+    from .lease import LeaseKeeper
     from .queue import Queue
 
 log = logging.getLogger("tickq")
@@ -61,7 +62,9 @@ def rescue(queue: Queue, report: dict[str, Any]) -> None:
     for job in queue.store.rescue_expired():
         report["rescued"] += 1
         log.warning("tickq job %s %s: lease expired on attempt %s, rescued as %s",
-                    job.id, job.type, job.attempts, job.status.value)  # fmt: skip
+                    job.id, job.type, job.attempts, job.status.value,
+                    extra={"event": "rescued", "job_id": job.id, "job_type": job.type,
+                           "attempt": job.attempts, "outcome": job.status.value})  # fmt: skip
         if job.status == "failed":
             report["failed"] += 1
             queue.notify_failed(job)
@@ -77,16 +80,38 @@ def run_batch(
     try:
         for i, job in enumerate(jobs):
             if i and _spent(deadline):
-                report["released"] += len(queue.store.release(queue.owner, jobs[i:]))
+                release(queue, jobs[i:], report)
                 break
             outcomes.append(execute(job, queue.definition(job.type), queue.job_names))
-        lost = keeper.lost()
-        recorded = queue.store.record(queue.owner, [o for o in outcomes if o.job.id not in lost])
-        recorded.stale.extend(o.job for o in outcomes if o.job.id in lost)
+        return record(queue, keeper, outcomes, report)
     finally:
         keeper.drop(jobs)
+
+
+def record(
+    queue: Queue, keeper: LeaseKeeper, outcomes: list[Outcome], report: dict[str, Any]
+) -> Recorded:
+    """Record outcomes in one round trip (those whose lease was lost count as stale), then
+    log each and alert on failures. Raises ``DatabaseUnavailable`` having recorded none."""
+    lost = keeper.lost()
+    recorded = queue.store.record(queue.owner, [o for o in outcomes if o.job.id not in lost])
+    recorded.stale.extend(o.job for o in outcomes if o.job.id in lost)
     tally(queue, outcomes, recorded, report)
     return recorded
+
+
+def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:
+    """Put claimed-but-unfinished jobs back to pending; the attempt does not count."""
+    released = queue.store.release(queue.owner, jobs)
+    report["released"] += len(released)
+    back = set(released)
+    for job in jobs:
+        if job.id in back:
+            log.info("job %s %s attempt %s released back to pending (not counted)",
+                     job.id, job.type, job.attempts,
+                     extra={"event": "released", "job_id": job.id, "job_type": job.type,
+                            "attempt": job.attempts})  # fmt: skip
+    return released
 
 
 def tally(
@@ -113,8 +138,9 @@ def log_outcome(o: Outcome, override: str | None = None) -> None:
         log.log(level, "job %s %s attempt %s/%s %s in %.1fms%s",
                 o.job.id, o.job.type, o.job.attempts, o.job.max_attempts, word,
                 o.duration * 1000, f": {first_line}" if first_line else "",
-                extra={"job_id": o.job.id, "job_type": o.job.type, "attempt": o.job.attempts,
-                       "outcome": word, "duration_ms": round(o.duration * 1000, 3)})  # fmt: skip
+                extra={"event": word, "job_id": o.job.id, "job_type": o.job.type,
+                       "attempt": o.job.attempts, "outcome": word,
+                       "duration_ms": round(o.duration * 1000, 3)})  # fmt: skip
 
 
 def _spent(deadline: float | None) -> bool:

@@ -28,16 +28,36 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
     token = _current.set(ctx)
     try:
         invoke(definition, job.payload, ctx)
-    except Cancel as exc:
-        return Outcome(job, "cancel_running", format_error(exc), 0.0, perf_counter() - started)
-    except Retry as exc:
-        return _retry_or_fail(job, format_error(exc), exc.delay, started)
     except Exception as exc:
-        delay = definition.backoff(job.attempts)
-        return _retry_or_fail(job, format_error(exc), delay, started)
+        return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
     return Outcome(job, "complete", duration=perf_counter() - started)
+
+
+async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
+    """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
+    started = perf_counter()
+    ctx = JobContext.of(job)
+    token = _current.set(ctx)
+    try:
+        await _within(definition.fn(**job_kwargs(definition, job.payload, ctx)), definition.timeout)
+    except Exception as exc:
+        return settle(job, definition, exc, started)
+    finally:
+        _current.reset(token)
+    return Outcome(job, "complete", duration=perf_counter() - started)
+
+
+def settle(job: Job, definition: JobDefinition, exc: BaseException, started: float) -> Outcome:
+    """What raising ``exc`` means for the job: cancelled, retried later, or failed."""
+    match exc:
+        case Cancel():
+            return Outcome(job, "cancel_running", format_error(exc), 0.0, perf_counter() - started)
+        case Retry():
+            return _retry_or_fail(job, format_error(exc), exc.delay, started)
+        case _:
+            return _retry_or_fail(job, format_error(exc), definition.backoff(job.attempts), started)
 
 
 def _retry_or_fail(job: Job, error: str, delay: float | None, started: float) -> Outcome:
@@ -56,11 +76,18 @@ def _unknown_type(job: Job, known: list[str]) -> Outcome:
     return _retry_or_fail(job, error, UNKNOWN_TYPE_BACKOFF(job.attempts), perf_counter())
 
 
-def invoke(definition: JobDefinition, payload: dict[str, Any], ctx: JobContext) -> Any:
-    """Call the job function with the payload as keyword arguments, within its timeout."""
+def job_kwargs(
+    definition: JobDefinition, payload: dict[str, Any], ctx: JobContext
+) -> dict[str, Any]:
     kwargs = dict(payload)
     if definition.context_param:
         kwargs[definition.context_param] = ctx
+    return kwargs
+
+
+def invoke(definition: JobDefinition, payload: dict[str, Any], ctx: JobContext) -> Any:
+    """Call the job function with the payload as keyword arguments, within its timeout."""
+    kwargs = job_kwargs(definition, payload, ctx)
     if definition.is_async:
         return run_coroutine(definition.fn, kwargs, definition.timeout)
     if definition.timeout is None:
@@ -104,12 +131,7 @@ def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float
     import threading
 
     async def main() -> Any:
-        try:
-            return await asyncio.wait_for(fn(**kwargs), timeout)
-        except TimeoutError as exc:
-            raise JobTimeout(
-                f"async job exceeded its timeout of {timeout:g}s and was cancelled"
-            ) from exc
+        return await _within(fn(**kwargs), timeout)
 
     try:
         asyncio.get_running_loop()
@@ -131,6 +153,19 @@ def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float
     if "error" in box:
         raise box["error"]
     return box.get("result")
+
+
+async def _within(coro: Any, timeout: float | None) -> Any:
+    scope = asyncio.timeout(timeout)
+    try:
+        async with scope:
+            return await coro
+    except TimeoutError as exc:
+        if not scope.expired():
+            raise  # the job's own TimeoutError (e.g. from an HTTP client), not ours
+        raise JobTimeout(
+            f"async job exceeded its timeout of {timeout:g}s and was cancelled"
+        ) from exc
 
 
 def _copy_context() -> Any:

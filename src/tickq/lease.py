@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from time import monotonic
 
 from .errors import TickqError
@@ -18,12 +18,21 @@ class LeaseKeeper:
     """A daemon thread renewing every held job's lease each ``lease_seconds / 3``.
 
     A job whose lease could not be renewed (rescued, cancelled, or the database unreachable
-    until the lease ran out) is reported by ``lost()``: its outcome will not be recorded.
+    until the lease ran out) is reported by ``lost()`` and to ``on_lost(ids)``: its outcome
+    will not be recorded.
     """
 
-    def __init__(self, store: SqlStore, owner: str, lease_seconds: float) -> None:
+    def __init__(
+        self,
+        store: SqlStore,
+        owner: str,
+        lease_seconds: float,
+        on_lost: Callable[[set[int]], None] | None = None,
+    ) -> None:
         self.store, self.owner, self.lease_seconds = store, owner, lease_seconds
-        self._held: dict[int, float] = {}  # job id -> monotonic time its lease runs out
+        self.on_lost = on_lost
+        # job id -> (attempt held, monotonic time its lease runs out)
+        self._held: dict[int, tuple[int, float]] = {}
         self._lost: set[int] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -34,16 +43,20 @@ class LeaseKeeper:
         deadline = monotonic() + self.lease_seconds
         with self._lock:
             for job in jobs:
-                self._held[job.id] = deadline
+                self._held[job.id] = (job.attempts, deadline)
+                self._lost.discard(job.id)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="tickq-lease", daemon=True)
                 self._thread.start()
 
     def drop(self, jobs: Iterable[Job]) -> None:
+        """Stop renewing ``jobs`` (only the attempts held: a newer claim of the same job
+        by this process keeps its lease)."""
         with self._lock:
             for job in jobs:
-                self._held.pop(job.id, None)
-                self._lost.discard(job.id)
+                if self._held.get(job.id, (job.attempts,))[0] == job.attempts:
+                    self._held.pop(job.id, None)
+                    self._lost.discard(job.id)
 
     def lost(self) -> set[int]:
         with self._lock:
@@ -63,21 +76,40 @@ class LeaseKeeper:
         try:
             owned = self.store.extend_leases(self.owner, ids, self.lease_seconds)
         except TickqError as exc:
-            log.warning("tickq could not renew %d job lease(s): %s", len(ids), exc)
-            self._expire_overdue()
+            log.warning("tickq could not renew %d job lease(s): %s", len(ids), exc,
+                        extra={"event": "lease_renewal_failed"})  # fmt: skip
+            self._report(self._expire_overdue())
             return
+        lost = set()
         with self._lock:
             for job_id in ids:
-                if job_id in owned and job_id in self._held:
-                    self._held[job_id] = started + self.lease_seconds
-                elif job_id in self._held:
-                    self._lost.add(job_id)
-                    log.warning("tickq job %s is no longer ours (rescued or cancelled)", job_id)
+                if job_id not in self._held:
+                    continue
+                if job_id in owned:
+                    self._held[job_id] = (self._held[job_id][0], started + self.lease_seconds)
+                else:
+                    lost.add(job_id)
+            self._lost |= lost
+        for job_id in sorted(lost):
+            log.warning("tickq job %s is no longer ours (rescued or cancelled)", job_id,
+                        extra={"event": "lease_lost", "job_id": job_id})  # fmt: skip
+        self._report(lost)
 
-    def _expire_overdue(self) -> None:
+    def _expire_overdue(self) -> set[int]:
         now = monotonic()
         with self._lock:
-            self._lost.update(i for i, deadline in self._held.items() if deadline <= now)
+            overdue = {i for i, (_, deadline) in self._held.items() if deadline <= now}
+            overdue -= self._lost
+            self._lost |= overdue
+        for job_id in sorted(overdue):
+            log.warning("tickq job %s: lease ran out while the database was unreachable; "
+                        "its outcome will not be recorded", job_id,
+                        extra={"event": "lease_lost", "job_id": job_id})  # fmt: skip
+        return overdue
+
+    def _report(self, lost: set[int]) -> None:
+        if lost and self.on_lost is not None:
+            self.on_lost(lost)
 
     def _loop(self) -> None:
         while not self._stopped:

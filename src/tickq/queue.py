@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -457,6 +458,46 @@ class Queue:
         ``duration_ms``. With ``time_budget`` (seconds) no job is started once it is spent.
         """
         return run_cycle(self, limit, time_budget, queues)
+
+    def run_worker(
+        self,
+        *,
+        queues: Sequence[str] | str | None = None,
+        concurrency: int = 10,
+        poll_interval: float | None = None,
+        grace: float = 25.0,
+        log_format: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Run jobs in this process until SIGTERM/SIGINT (or ``stop.set()``); ``tickq worker``.
+
+        Sync job functions run on up to ``concurrency`` threads and ``async def`` ones on one
+        event loop, together at most ``concurrency`` jobs at a time. Idle, the worker sleeps
+        until a job is enqueued (Postgres LISTEN/NOTIFY; on SQLite only enqueues made in
+        this process), the next job comes due, or ``poll_interval`` seconds pass (default
+        5 on Postgres, 1 on SQLite). On stop it claims nothing more, waits up to ``grace``
+        seconds for running jobs, then puts the rest back to pending without counting the
+        attempt. ``log_format`` ("text" or "json") sends tickq's log lines to stderr; left
+        None, logging is yours to configure. Returns the totals (``claimed``,
+        ``succeeded``, ...).
+        """
+        from .worker import Worker
+
+        handler = None
+        if log_format is not None:
+            from .logfmt import log_to_stderr
+
+            handler = log_to_stderr(log_format)
+        try:
+            return Worker(
+                self, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
+                grace=grace, stop=stop,
+            ).run()  # fmt: skip
+        finally:
+            if handler is not None:
+                from .logfmt import stop_logging
+
+                stop_logging(handler)
 
     # -- inspection and manual transitions ----------------------------------------------
     def get_job(self, job_id: int) -> Job | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -22,6 +22,8 @@ from .queries import JOB_COLUMNS, load_queries, migrations
 
 Rows = list[tuple[Any, ...]]
 Statement = tuple[str, dict[str, Any]]
+Wake = Callable[[set[str] | None], None]
+"""Called with the queues that got due jobs (None: anything may be due)."""
 CHUNK = 1000
 
 
@@ -76,12 +78,15 @@ class SqlStore:
 
     dialect = ""
     paramstyle = "named"
+    can_listen = False
+    """True when ``listen`` hears other processes' enqueues (Postgres LISTEN/NOTIFY)."""
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         self.url = url
         self.clock = clock or SystemClock()
         self.q = load_queries(self.dialect, self.paramstyle)
         self._local = threading.local()
+        self._subscribers: list[Wake] = []
 
     # -- what a backend provides -------------------------------------------------------
     def _connect(self) -> Any:
@@ -200,6 +205,7 @@ class SqlStore:
         for start in range(0, len(jobs), CHUNK):
             chunk = jobs[start : start + CHUNK]
             ids.extend(self._insert_chunk(chunk))
+        self.announce(jobs)
         return ids
 
     def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
@@ -310,6 +316,40 @@ class SqlStore:
     def rescue_expired(self) -> list[Job]:
         """Jobs whose lease ran out go back to pending (or failed, when out of attempts)."""
         return [self.job_from_row(r) for r in self.run("rescue_expired", now=self._now())]
+
+    def due_in(self, queues: Sequence[str] | None = None) -> float | None:
+        """Seconds until the next pending job (of ``queues``) is due; <= 0: due now."""
+        first, now = self.run("due_in", now=self._now(), queues=self._queues_param(queues))[0]
+        if first is None:
+            return None
+        return (self._decode_ts(first) - self._decode_ts(now)).total_seconds()  # type: ignore[operator]
+
+    # -- waking workers -----------------------------------------------------------------
+    def subscribe(self, wake: Wake) -> None:
+        """Call ``wake(queues)`` whenever this process enqueues jobs that are due now."""
+        self._subscribers.append(wake)
+
+    def unsubscribe(self, wake: Wake) -> None:
+        with suppress(ValueError):
+            self._subscribers.remove(wake)
+
+    def announce(self, jobs: Sequence[NewJob]) -> None:
+        """Wake this process's workers for ``jobs`` that are due now (a hint, never a promise:
+        an enqueue on the caller's connection is announced before the caller commits)."""
+        if not self._subscribers:
+            return
+        now = self.clock.now()
+        queues = {j.queue for j in jobs if j.run_after is None or j.run_after <= now}
+        if queues:
+            for wake in tuple(self._subscribers):
+                wake(queues)
+
+    def listen(self, wake: Wake, stop: threading.Event) -> None:
+        """Block until ``stop`` is set, calling ``wake`` for other processes' enqueues.
+
+        Only where ``can_listen``; raises ``DatabaseUnavailable`` when the connection drops.
+        """
+        raise NotImplementedError(f"{self.dialect} cannot listen for enqueues; poll instead")
 
     # -- reads and manual transitions ----------------------------------------------------
     def get(self, job_id: int) -> Job | None:

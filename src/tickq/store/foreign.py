@@ -125,6 +125,7 @@ def insert_on(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) -> list[int]:
                 break
             rows = run("find_unique", params) or run("insert", params)
         ids.append(int(rows[0][0]))
+    store.announce(jobs)
     return ids
 
 
@@ -140,4 +141,5 @@ async def insert_on_async(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) ->
                 break
             rows = await run("find_unique", params) or await run("insert", params)
         ids.append(int(rows[0][0]))
+    store.announce(jobs)
     return ids

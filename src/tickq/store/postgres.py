@@ -5,15 +5,21 @@ The only module that imports psycopg, and only when a Postgres URL is used.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from time import monotonic
 from typing import Any
 
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
-from .base import CHUNK, Rows, ScheduleMove, SqlStore, Statement
+from .base import CHUNK, Rows, ScheduleMove, SqlStore, Statement, Wake
+
+LISTEN_HEARTBEAT = 30.0
+"""Seconds between checks that an idle LISTEN connection is still alive (a half-open
+connection would otherwise go quiet forever)."""
 
 
 def _psycopg() -> Any:
@@ -37,6 +43,7 @@ class PostgresStore(SqlStore):
 
     dialect = "postgres"
     paramstyle = "pyformat"
+    can_listen = True
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(normalise_url(url), clock)
@@ -46,9 +53,10 @@ class PostgresStore(SqlStore):
         return isinstance(self.clock, SystemClock)
 
     def _connect(self) -> Any:
-        return self.psycopg.connect(
-            self.url, autocommit=True, connect_timeout=10, application_name="tickq"
-        )
+        # A URL's own application_name wins (DBAs use it to tell processes apart).
+        named = "application_name" in self.psycopg.conninfo.conninfo_to_dict(self.url)
+        extra = {} if named else {"application_name": "tickq"}
+        return self.psycopg.connect(self.url, autocommit=True, connect_timeout=10, **extra)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -87,6 +95,30 @@ class PostgresStore(SqlStore):
                 cur.execute(self.q[name], params)
                 cursors.append(cur)
         return [cur.fetchall() if cur.description else [] for cur in cursors]
+
+    def listen(self, wake: Wake, stop: threading.Event) -> None:
+        """LISTEN on a connection of its own; ``wake(None)`` once listening (to catch what
+        was enqueued while not), then ``wake({queue})`` per notification, until ``stop``."""
+        with self._errors():
+            conn = self._connect()
+        try:
+            with self._errors():
+                channel = self._run(conn, self.q["channel"], {})[0][0]
+                conn.execute(self.psycopg.sql.SQL("LISTEN {}").format(
+                    self.psycopg.sql.Identifier(channel)))  # fmt: skip
+                wake(None)
+                self._relay(conn, wake, stop)
+        finally:
+            conn.close()
+
+    def _relay(self, conn: Any, wake: Wake, stop: threading.Event) -> None:
+        checked = monotonic()
+        while not stop.is_set():
+            for note in conn.notifies(timeout=min(1.0, LISTEN_HEARTBEAT)):
+                wake({note.payload})
+            if monotonic() - checked >= LISTEN_HEARTBEAT:
+                conn.execute("SELECT 1")
+                checked = monotonic()
 
     def _decode_ts(self, value: Any) -> datetime | None:
         return value.astimezone(UTC) if value is not None else None

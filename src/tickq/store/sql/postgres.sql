@@ -3,31 +3,46 @@
 -- clock skew between machines can neither run jobs early nor strand them.
 
 -- name: insert
-INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                        unique_key, unique_scope, meta, created_at, updated_at)
-VALUES (:type, :queue, CAST(:payload AS jsonb), :priority, :max_attempts,
-        COALESCE(CAST(:run_after AS timestamptz), CAST(:now AS timestamptz), now()),
-        :unique_key, :unique_scope, CAST(:meta AS jsonb),
-        COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
-ON CONFLICT DO NOTHING
-RETURNING id
+-- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), only for
+-- jobs due now; the channel is named after this table's oid, so apps sharing a database
+-- in different schemas don't wake each other. Identical notifications in one transaction
+-- are sent once.
+WITH j AS (
+    INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                            unique_key, unique_scope, meta, created_at, updated_at)
+    VALUES (:type, :queue, CAST(:payload AS jsonb), :priority, :max_attempts,
+            COALESCE(CAST(:run_after AS timestamptz), CAST(:now AS timestamptz), now()),
+            :unique_key, :unique_scope, CAST(:meta AS jsonb),
+            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
+    ON CONFLICT DO NOTHING
+    RETURNING id, queue, run_after)
+SELECT j.id FROM j, LATERAL (
+    SELECT CASE WHEN j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
+                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
+           END) AS wake
 
 -- name: insert_many
-INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                        unique_key, unique_scope, meta, created_at, updated_at)
-SELECT r.type, r.queue, CAST(r.payload AS jsonb), r.priority, r.max_attempts,
-       COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
-       r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
-       COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
-FROM unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
-            CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
-            CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
-            CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
-     WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
-                          unique_key, unique_scope, meta, ord)
-ORDER BY r.ord
-ON CONFLICT DO NOTHING
-RETURNING id, unique_key
+-- One statement for many jobs; wakes workers like insert does.
+WITH j AS (
+    INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                            unique_key, unique_scope, meta, created_at, updated_at)
+    SELECT r.type, r.queue, CAST(r.payload AS jsonb), r.priority, r.max_attempts,
+           COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
+           r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+    FROM unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
+                CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
+                CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
+                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
+         WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
+                              unique_key, unique_scope, meta, ord)
+    ORDER BY r.ord
+    ON CONFLICT DO NOTHING
+    RETURNING id, unique_key, queue, run_after)
+SELECT j.id, j.unique_key FROM j, LATERAL (
+    SELECT CASE WHEN j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
+                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
+           END) AS wake
 
 -- name: find_unique
 SELECT id FROM tickq_jobs
@@ -194,6 +209,16 @@ WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), no
 
 -- name: next_due
 SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+
+-- name: due_in
+-- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
+SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()) FROM tickq_jobs
+WHERE status = 'pending'
+  AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
+
+-- name: channel
+-- The LISTEN channel insert notifies: named after this table's oid (see insert).
+SELECT 'tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid)
 
 -- name: failed_since
 SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since

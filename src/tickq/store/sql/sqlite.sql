@@ -147,6 +147,12 @@ SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run
 -- name: next_due
 SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
 
+-- name: due_in
+-- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
+SELECT min(run_after), :now FROM tickq_jobs
+WHERE status = 'pending'
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+
 -- name: failed_since
 SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
 

@@ -1,0 +1,181 @@
+"""What wakes a worker: NOTIFY sent by enqueue (Postgres), in-process announcements, due_in;
+and the lease keeper telling a worker which jobs are no longer its own."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tickq import FrozenClock, Queue
+from tickq.lease import LeaseKeeper
+
+
+def _listen(url: str, q: Queue):  # type: ignore[no-untyped-def]
+    import psycopg
+
+    conn = psycopg.connect(url, autocommit=True)
+    channel = q.store.run("channel")[0][0]
+    conn.execute(f'LISTEN "{channel}"')
+    return conn
+
+
+def _heard(conn) -> list[str]:  # type: ignore[no-untyped-def]
+    # Every notification was sent before we look (delivered at commit), so a short wait
+    # only collects them; it never decides the outcome.
+    return sorted(n.payload for n in conn.notifies(timeout=0.2))
+
+
+def test_enqueue_notifies_at_commit_only_and_only_for_due_jobs(pg_schema_url: str) -> None:
+    import psycopg
+
+    q = Queue(pg_schema_url, strict=False)
+    q.migrate()
+    listener = _listen(pg_schema_url, q)
+
+    q.enqueue("a", {})
+    assert _heard(listener) == ["default"]
+    q.enqueue("a", {}, run_after=timedelta(hours=1))
+    assert _heard(listener) == []  # the poll / due_in covers jobs due later
+
+    with psycopg.connect(pg_schema_url) as conn:
+        q.enqueue("a", {}, conn=conn, queue="emails")
+        assert _heard(listener) == []  # not before the caller commits
+    assert _heard(listener) == ["emails"]
+
+    with psycopg.connect(pg_schema_url) as conn:
+        q.enqueue("a", {}, conn=conn)
+        conn.rollback()
+    assert _heard(listener) == []  # a rolled-back job wakes nobody
+
+    q.enqueue_many([("a", {}), ("a", {}), ("a", {}, {"queue": "b"}),
+                    ("a", {}, {"queue": "c", "run_after": timedelta(hours=1)})])  # fmt: skip
+    assert _heard(listener) == ["b", "default"]  # one per queue with due jobs
+    listener.close()
+    q.close()
+
+
+def test_each_schema_has_its_own_channel(pg_schema_url: str) -> None:
+    import psycopg
+
+    from conftest import PG_URL, with_search_path
+
+    q1 = Queue(pg_schema_url)
+    q1.migrate()
+    other = "t_other_" + pg_schema_url[-12:].replace("%", "_").replace("=", "_")
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{other}"')
+    try:
+        q2 = Queue(with_search_path(PG_URL, other))
+        q2.migrate()
+        assert q1.store.run("channel") != q2.store.run("channel")
+        q2.close()
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{other}" CASCADE')
+    q1.close()
+
+
+def test_store_listen_relays_notifications_until_stopped(pg_schema_url: str) -> None:
+    q = Queue(pg_schema_url, strict=False)
+    q.migrate()
+    heard: list[set[str] | None] = []
+    ready, got = threading.Event(), threading.Event()
+
+    def wake(queues: set[str] | None) -> None:
+        heard.append(queues)
+        (got if queues else ready).set()
+
+    stop = threading.Event()
+    thread = threading.Thread(target=q.store.listen, args=(wake, stop), daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    q.enqueue("a", {}, queue="reports")
+    assert got.wait(10)
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert heard == [None, {"reports"}]
+    q.close()
+
+
+def test_sqlite_store_cannot_listen(tmp_path: Path) -> None:
+    q = Queue(f"sqlite:///{tmp_path / 'a.db'}")
+    assert not q.store.can_listen
+    with pytest.raises(NotImplementedError, match="poll instead"):
+        q.store.listen(lambda queues: None, threading.Event())
+
+
+def test_this_process_hears_its_own_enqueues(backend: str, frozen_queue: Queue) -> None:
+    q = frozen_queue
+    q.strict = False
+    heard: list[set[str] | None] = []
+    q.store.subscribe(heard.append)
+    q.enqueue("a", {}, queue="emails")
+    q.enqueue("a", {}, run_after=timedelta(minutes=5))
+    q.enqueue_many([("a", {}), ("a", {}, {"queue": "b"})])
+    if backend == "sqlite":
+        path = q.store.path  # type: ignore[attr-defined]
+        with sqlite3.connect(path) as conn:
+            q.enqueue("a", {}, conn=conn, queue="mine")
+    q.store.unsubscribe(heard.append)
+    q.enqueue("a", {})
+    expected = [{"emails"}, {"default", "b"}] + ([{"mine"}] if backend == "sqlite" else [])
+    assert heard == expected
+
+
+def test_due_in_says_how_long_until_the_next_pending_job(
+    frozen_queue: Queue, clock: FrozenClock
+) -> None:
+    q = frozen_queue
+    q.strict = False
+    assert q.store.due_in() is None
+    q.enqueue("a", {}, run_after=timedelta(seconds=90), queue="later")
+    q.enqueue("a", {}, run_after=timedelta(seconds=30), queue="sooner")
+    assert q.store.due_in() == pytest.approx(30)
+    assert q.store.due_in(["later"]) == pytest.approx(90)
+    assert q.store.due_in(["none"]) is None
+    clock.advance(seconds=45)
+    assert q.store.due_in() == pytest.approx(-15)  # overdue: claim now
+
+
+def test_lease_keeper_reports_jobs_it_lost(frozen_queue: Queue) -> None:
+    q = frozen_queue
+    q.strict = False
+    q.enqueue_many([("a", {}), ("a", {})])
+    kept, cancelled = q.store.claim(q.owner, 2, q.lease_seconds)
+    lost: list[set[int]] = []
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds, on_lost=lost.append)
+    keeper.hold([kept, cancelled])
+    q.cancel(cancelled.id)
+    keeper.renew()
+    assert lost == [{cancelled.id}] and keeper.lost() == {cancelled.id}
+    keeper.renew()
+    assert lost == [{cancelled.id}]  # reported once
+    keeper.stop()
+
+
+def test_lease_keeper_keeps_a_newer_claim_of_the_same_job(
+    frozen_queue: Queue, clock: FrozenClock
+) -> None:
+    q = frozen_queue
+    q.strict = False
+    q.enqueue("a", {})
+    (first,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper.hold([first])
+    clock.advance(seconds=q.lease_seconds + 1)
+    assert [j.id for j in q.store.rescue_expired()] == [first.id]
+    (again,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    assert (again.id, again.attempts) == (first.id, 2)
+    keeper.hold([again])
+    keeper.drop([first])  # the old attempt finishing late must not drop the new lease
+    clock.advance(seconds=10)
+    keeper.renew()
+    renewed = q.get_job(again.id)
+    assert renewed is not None and keeper.lost() == set()
+    assert renewed.lease_expires_at == clock.now() + timedelta(seconds=q.lease_seconds)
+    keeper.stop()

@@ -1,0 +1,66 @@
+"""kill -9 one of three workers in the middle of a 3,000-job run: nothing is lost."""
+
+from __future__ import annotations
+
+import signal
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tickq import Queue
+from workerproc import WorkerProcess, eventually, runs
+
+JOBS = 3000
+LEASE = "4"
+
+
+@pytest.mark.timeout(120)
+def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
+    q = Queue(db_url, strict=False)
+    q.migrate()
+    ids = q.enqueue_many([("work", {"seconds": 0.001})] * JOBS)
+    env = {"TICKQ_DATABASE_URL": db_url, "TICKQ_TEST_RUNS": str(tmp_path),
+           "TICKQ_TEST_LEASE": LEASE}  # fmt: skip
+    args = ("--concurrency", "4", "--poll-interval", "0.5")
+    # The victim hangs in its 101st job, so it surely holds a job when it is killed.
+    with (
+        WorkerProcess(*args, TICKQ_TEST_STALL_AFTER="100", **env) as victim,
+        WorkerProcess(*args, **env) as second,
+        WorkerProcess(*args, **env) as third,
+    ):
+        eventually(lambda: any(n["event"] == "stall" for n in runs(tmp_path)), timeout=60,
+                   what="the victim to reach its stalling job")  # fmt: skip
+        victim.send(signal.SIGKILL)
+        assert victim.wait() == -signal.SIGKILL
+        held = [j.id for j in q.list_jobs("running", limit=JOBS)
+                if f":{victim.pid}:" in (j.lease_owner or "")]  # fmt: skip
+        eventually(lambda: q.stats()["by_status"]["done"] == JOBS, timeout=90,
+                   what="every job to be done")  # fmt: skip
+        for w in (second, third):
+            w.send(signal.SIGTERM)
+            assert w.wait() == 0, w.output
+
+    assert q.stats()["by_status"] == {"pending": 0, "running": 0, "done": JOBS, "failed": 0,
+                                      "cancelled": 0}  # fmt: skip
+    starts: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for n in runs(tmp_path):
+        if n["event"] == "start":
+            starts[n["id"]].append((n["attempt"], n["pid"]))
+    assert set(starts) == set(ids)
+
+    stalled = next(n["id"] for n in runs(tmp_path) if n["event"] == "stall")
+    assert stalled in held
+    rescued = {i for i in ids if q.attempts(i)}
+    assert rescued == set(held), "exactly the jobs the dead worker held came back"
+    for job_id in rescued:
+        (attempt,) = q.attempts(job_id)
+        assert (attempt.attempt, attempt.outcome) == (1, "lease_expired")
+        assert f":{victim.pid}:" in (attempt.error or "")
+        job = q.get_job(job_id)
+        assert job is not None and job.attempts == 2
+        # It ran again on a live worker after its lease ran out (at least once).
+        assert starts[job_id][-1][0] == 2 and starts[job_id][-1][1] != victim.pid
+    ran_twice = {i for i, s in starts.items() if len(s) > 1}
+    assert ran_twice <= rescued, "no job ran twice unless its worker died holding it"
+    q.close()
