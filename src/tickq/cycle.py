@@ -93,11 +93,27 @@ def record(
 ) -> Recorded:
     """Record outcomes in one round trip (those whose lease was lost count as stale), then
     log each and alert on failures. Raises ``DatabaseUnavailable`` having recorded none."""
+    return record_and_claim(queue, keeper, outcomes, report)[0]
+
+
+def record_and_claim(
+    queue: Queue,
+    keeper: LeaseKeeper,
+    outcomes: list[Outcome],
+    report: dict[str, Any],
+    limit: int = 0,
+    queues: Sequence[str] | None = None,
+) -> tuple[Recorded, list[Job]]:
+    """``record``, and claim up to ``limit`` more jobs in the same round trip."""
     lost = keeper.lost()
-    recorded = queue.store.record(queue.owner, [o for o in outcomes if o.job.id not in lost])
+    recorded, jobs = queue.store.record_and_claim(
+        queue.owner, [o for o in outcomes if o.job.id not in lost], limit,
+        queue.lease_seconds, queues,
+    )  # fmt: skip
     recorded.stale.extend(o.job for o in outcomes if o.job.id in lost)
+    report["claimed"] += len(jobs)
     tally(queue, outcomes, recorded, report)
-    return recorded
+    return recorded, jobs
 
 
 def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:

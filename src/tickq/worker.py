@@ -23,7 +23,7 @@ from queue import Empty, SimpleQueue
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from .cycle import new_report, record, release, rescue
+from .cycle import new_report, record_and_claim, release, rescue
 from .errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .job import Job
 from .lease import LeaseKeeper
@@ -127,12 +127,10 @@ class Worker:
 
     def _step(self) -> None:
         self._collect()
-        if self._unrecorded:
-            self._record()
         self._abandon_lost()
         if monotonic() >= self._next_rescue:
             self._rescue()
-        self._claim()
+        self._exchange()
         self._started = True
 
     def _on_trouble(self, exc: Exception) -> None:
@@ -151,14 +149,43 @@ class Worker:
             if self._running.pop((outcome.job.id, outcome.job.attempts), None) is not None:
                 self._unrecorded.append(outcome)
 
-    def _record(self) -> None:
+    def _exchange(self) -> None:
+        """Record finished jobs and claim one per free slot, in one round trip."""
+        limit = self._claimable()
+        if not limit and not self._unrecorded:
+            return
         outcomes, self._unrecorded = self._unrecorded, []
+        if limit:
+            self._due.clear()  # before claiming: a wake-up arriving meanwhile is kept
+        looked = monotonic()
         try:
-            record(self.queue, self.keeper, outcomes, self.report)
+            _, jobs = record_and_claim(
+                self.queue, self.keeper, outcomes, self.report, limit, self.queues
+            )
         except BaseException:
             self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost
+            if limit:
+                self._due.set()
             raise
         self.keeper.drop(o.job for o in outcomes)
+        self._retry_soon(outcomes)
+        self.keeper.hold(jobs)
+        for job in jobs:
+            self._running[(job.id, job.attempts)] = Running(job, self.pool.submit(job))
+        if len(jobs) == limit and limit:
+            self._due.set()  # probably more waiting: claim again as soon as a slot frees
+        elif limit:
+            self._next_poll = looked + self._until_due()
+
+    def _claimable(self) -> int:
+        free = self.concurrency - len(self._running)
+        if free <= 0 or self._stop.is_set():
+            return 0
+        if not self._due.is_set() and monotonic() < self._next_poll:
+            return 0
+        return free
+
+    def _retry_soon(self, outcomes: list[Outcome]) -> None:
         delays = [o.delay for o in outcomes if o.kind == "retry_later"]
         if delays:
             self._next_poll = min(self._next_poll, monotonic() + min(delays))
@@ -178,28 +205,6 @@ class Worker:
         self._next_rescue = monotonic() + self.rescue_every
         if self.report["rescued"] > before:
             self._due.set()
-
-    def _claim(self) -> None:
-        free = self.concurrency - len(self._running)
-        if free <= 0 or self._stop.is_set():
-            return
-        if not self._due.is_set() and monotonic() < self._next_poll:
-            return
-        self._due.clear()  # before claiming: a wake-up arriving meanwhile is kept
-        looked = monotonic()
-        try:
-            jobs = self.store.claim(self.queue.owner, free, self.queue.lease_seconds, self.queues)
-        except BaseException:
-            self._due.set()
-            raise
-        self.report["claimed"] += len(jobs)
-        self.keeper.hold(jobs)
-        for job in jobs:
-            self._running[(job.id, job.attempts)] = Running(job, self.pool.submit(job))
-        if len(jobs) == free:
-            self._due.set()  # probably more waiting: claim again as soon as a slot frees
-        else:
-            self._next_poll = looked + self._until_due()
 
     def _until_due(self) -> float:
         due_in = self.store.due_in(self.queues)
@@ -229,8 +234,7 @@ class Worker:
             self._wake.clear()
             try:
                 self._collect()
-                if self._unrecorded:
-                    self._record()
+                self._exchange()
                 self._abandon_lost()
             except Exception as exc:
                 time.sleep(min(self._trouble.happened(exc), max(0.0, deadline - monotonic())))
@@ -244,8 +248,7 @@ class Worker:
         leftovers = [r.job for r in self._running.values()]
         for attempt in range(3):
             try:
-                if self._unrecorded:
-                    self._record()
+                self._exchange()
                 if leftovers:
                     release(self.queue, leftovers, self.report)
                 break

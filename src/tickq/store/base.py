@@ -233,11 +233,19 @@ class SqlStore:
         self, owner: str, limit: int, lease_seconds: float, queues: Sequence[str] | None = None
     ) -> list[Job]:
         """Move up to ``limit`` due pending jobs to running under ``owner``'s lease."""
-        rows = self.run(
-            "claim", owner=owner, limit=limit, lease_seconds=lease_seconds,
-            lease_until=self._in(lease_seconds), now=self._now(),
-            queues=self._queues_param(queues),
-        )  # fmt: skip
+        params = self._claim_params(owner, limit, lease_seconds, queues)
+        return self._claimed(self.run("claim", **params))
+
+    def _claim_params(
+        self, owner: str, limit: int, lease_seconds: float, queues: Sequence[str] | None
+    ) -> dict[str, Any]:
+        return {
+            "owner": owner, "limit": limit, "lease_seconds": lease_seconds,
+            "lease_until": self._in(lease_seconds), "now": self._now(),
+            "queues": self._queues_param(queues),
+        }  # fmt: skip
+
+    def _claimed(self, rows: Rows) -> list[Job]:
         jobs = [self.job_from_row(r) for r in rows]
         jobs.sort(key=lambda j: (-j.priority, j.run_after, j.id))
         return jobs
@@ -247,6 +255,18 @@ class SqlStore:
 
     def record(self, owner: str, outcomes: Sequence[Outcome]) -> Recorded:
         """Apply each attempt's outcome, guarded by (status running, attempt, owner)."""
+        return self.record_and_claim(owner, outcomes, 0, 0.0)[0]
+
+    def record_and_claim(
+        self,
+        owner: str,
+        outcomes: Sequence[Outcome],
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+    ) -> tuple[Recorded, list[Job]]:
+        """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
+        next batch cost one round trip and one commit."""
         done = [o.job for o in outcomes if o.kind == "complete"]
         others = [o for o in outcomes if o.kind != "complete"]
         statements: list[Statement] = []
@@ -254,8 +274,11 @@ class SqlStore:
             statements.append(("complete", self._complete_params(owner, done)))
         for o in others:
             statements.extend(self._outcome_statements(owner, o))
+        if limit > 0:
+            statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
         results = self.run_many(statements) if statements else []
-        return self._recorded(done, others, results)
+        jobs = self._claimed(results.pop()) if limit > 0 else []
+        return self._recorded(done, others, results), jobs
 
     def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
         """The statements of one outcome; the last one's rows tell whether it applied."""
