@@ -310,3 +310,25 @@ def test_readme_worker_example_runs() -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "'claimed': 2, 'succeeded': 2" in result.stdout
+
+
+def test_worker_enqueues_schedule_slots_itself(
+    db_url: str, env: dict[str, str], notes: Path
+) -> None:
+    Queue(db_url).migrate()
+
+    def slots() -> list[str]:
+        return [s for p in notes.glob("slots-*.txt") for s in p.read_text().split()]
+
+    # Two workers, no tick: each slot of the every-second schedule runs exactly once.
+    with (
+        WorkerProcess(app="apps.worker_schedules:q", **env) as first,
+        WorkerProcess(app="apps.worker_schedules:q", **env) as second,
+    ):
+        eventually(lambda: len(slots()) >= 3, what="three slots to run")
+        for w in (first, second):
+            w.send(signal.SIGTERM)
+        assert (first.wait(), second.wait()) == (0, 0)
+    ran = slots()
+    assert len(ran) == len(set(ran)), f"a slot ran twice: {sorted(ran)}"
+    assert "1 schedule(s)" in first.output

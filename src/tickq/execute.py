@@ -156,6 +156,8 @@ def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float
 
 
 async def _within(coro: Any, timeout: float | None) -> Any:
+    import asyncio
+
     scope = asyncio.timeout(timeout)
     try:
         async with scope:

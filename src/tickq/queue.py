@@ -566,10 +566,11 @@ class Queue:
 
         ``cron`` has 5 fields (or ``@hourly``, ``@daily``...), evaluated in ``tz``; ``every``
         is a fixed interval counted from 1970-01-01 UTC. Nothing fires by itself: each
-        ``q.tick()`` (or ``q.enqueue_schedules()``) enqueues the slots that have come due,
-        each one once ever. After a sleep, ``catch_up="latest"`` runs only the latest missed
-        slot and ``"all"`` every one (the latest ``max_catch_up``); the job reads
-        ``ctx.meta["slot"]`` and ``ctx.meta["missed"]``.
+        ``q.tick()`` or ``q.enqueue_schedules()`` enqueues the slots that have come due (a
+        running worker does so as each comes due), each one once ever. After a sleep,
+        ``catch_up="latest"`` runs only the latest missed slot and ``"all"`` every one (the
+        latest ``max_catch_up``); the job reads ``ctx.meta["slot"]`` and
+        ``ctx.meta["missed"]``.
         """
         if callable(cron):
             raise ConfigurationError(

@@ -4,8 +4,9 @@ One loop on the calling thread claims batches of due jobs (as many as there are 
 slots), hands them to a pool (threads for sync functions, one event loop for ``async def``
 ones), records finished outcomes in one round trip per batch, and otherwise sleeps until a
 job is enqueued (LISTEN/NOTIFY on Postgres, in-process on SQLite), the next pending job
-comes due, a job finishes, or the poll interval passes. Everything it does to a job goes
-through the same store transitions as ``process_jobs``.
+comes due, a schedule slot comes due (it enqueues those itself, as a tick would), a job
+finishes, or the poll interval passes. Everything it does to a job goes through the same
+store transitions as ``process_jobs`` and ``q.tick()``.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class Worker:
         self._finished: SimpleQueue[Outcome] = SimpleQueue()
         self._running: dict[tuple[int, int], Running] = {}
         self._unrecorded: list[Outcome] = []
-        self._next_poll = self._next_rescue = 0.0
+        self._next_poll = self._next_rescue = self._next_slot = 0.0
         self._started = False
         self._trouble = Trouble("database")
         self._listen_trouble = Trouble("LISTEN connection")
@@ -128,6 +129,8 @@ class Worker:
     def _step(self) -> None:
         self._collect()
         self._abandon_lost()
+        if self.queue.schedules and monotonic() >= self._next_slot:
+            self._enqueue_schedules()
         if monotonic() >= self._next_rescue:
             self._rescue()
         self._exchange()
@@ -199,6 +202,18 @@ class Worker:
                 running.cancel()
                 running.cancel = None
 
+    def _enqueue_schedules(self) -> None:
+        """Enqueue the schedule slots that came due, then sleep until the next one. Every
+        worker does it at the same moment; each slot is still enqueued once (the cursor
+        moves only for the first)."""
+        from .tick import enqueue_due
+
+        state = self.store.tick_state()
+        enqueue_due(self.queue, state)
+        self._due.set()  # ours or another worker's: the slot's job is due now
+        upcoming = min(d.next_slot(state.now) for d in self.queue.schedules.values())
+        self._next_slot = monotonic() + max(0.0, (upcoming - state.now).total_seconds())
+
     def _rescue(self) -> None:
         before = self.report["rescued"]
         rescue(self.queue, self.report)
@@ -214,6 +229,8 @@ class Worker:
 
     def _idle_for(self) -> float:
         deadlines = [self._next_rescue]
+        if self.queue.schedules:
+            deadlines.append(self._next_slot)
         if len(self._running) < self.concurrency:
             if self._due.is_set():
                 return 0.0
@@ -332,14 +349,16 @@ class Worker:
         wake = "LISTEN/NOTIFY" if self.store.can_listen else "in-process enqueues"
         log.info(
             "tickq %s worker %s started: backend %s %s, queues %s, concurrency %d, wake-up on "
-            "%s, poll every %gs, lease %gs, grace %gs", __version__, self.queue.owner,
-            self.store.dialect, where(self.store.url), queues, self.concurrency, wake,
-            self.poll_interval, self.queue.lease_seconds, self.grace,
+            "%s, poll every %gs, lease %gs, grace %gs, %d schedule(s)", __version__,
+            self.queue.owner, self.store.dialect, where(self.store.url), queues,
+            self.concurrency, wake, self.poll_interval, self.queue.lease_seconds, self.grace,
+            len(self.queue.schedules),
             extra={"event": "worker_started", "version": __version__,
                    "owner": self.queue.owner, "backend": self.store.dialect,
                    "queues": list(self.queues or []), "concurrency": self.concurrency,
                    "poll_interval": self.poll_interval, "lease_seconds": self.queue.lease_seconds,
-                   "grace": self.grace, "pid": os.getpid()},
+                   "grace": self.grace, "schedules": sorted(self.queue.schedules),
+                   "pid": os.getpid()},
         )  # fmt: skip
 
 
