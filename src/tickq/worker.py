@@ -44,6 +44,8 @@ DEFAULT_POLL = {"postgres": 5.0, "sqlite": 1.0}
 LOOK_AGAIN = 0.05
 """After a short claim while jobs are due (other workers held the rows): look again soon."""
 EXTERNAL_STOP_CHECK = 0.5
+BATCH_WAIT = 0.005
+"""How long a finished job may wait for others to finish, so they share one round trip."""
 
 
 @dataclass(slots=True)
@@ -83,6 +85,7 @@ class Worker:
         self._finished: SimpleQueue[Outcome] = SimpleQueue()
         self._running: dict[tuple[int, int], Running] = {}
         self._unrecorded: list[Outcome] = []
+        self._unrecorded_since = 0.0
         self._next_poll = self._next_rescue = self._next_slot = 0.0
         self._started = False
         self._trouble = Trouble("database")
@@ -150,12 +153,14 @@ class Worker:
             except Empty:
                 return
             if self._running.pop((outcome.job.id, outcome.job.attempts), None) is not None:
+                if not self._unrecorded:
+                    self._unrecorded_since = monotonic()
                 self._unrecorded.append(outcome)
 
     def _exchange(self) -> None:
         """Record finished jobs and claim one per free slot, in one round trip."""
         limit = self._claimable()
-        if not limit and not self._unrecorded:
+        if not (limit or self._unrecorded) or not self._batch_ready():
             return
         outcomes, self._unrecorded = self._unrecorded, []
         if limit:
@@ -179,6 +184,17 @@ class Worker:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
             self._next_poll = looked + self._until_due()
+
+    def _batch_ready(self) -> bool:
+        """Jobs started together tend to finish together: wait (briefly) until half the
+        slots are free, so their outcomes and the next claim share one round trip."""
+        if not self._unrecorded or not self._running or self._stop.is_set():
+            return True
+        free = self.concurrency - len(self._running)
+        return free * 2 >= self.concurrency or self._batch_deadline() <= monotonic()
+
+    def _batch_deadline(self) -> float:
+        return self._unrecorded_since + BATCH_WAIT
 
     def _claimable(self) -> int:
         free = self.concurrency - len(self._running)
@@ -228,6 +244,8 @@ class Worker:
         return min(self.poll_interval, max(due_in, LOOK_AGAIN))
 
     def _idle_for(self) -> float:
+        if self._unrecorded:
+            return max(0.0, self._batch_deadline() - monotonic())
         deadlines = [self._next_rescue]
         if self.queue.schedules:
             deadlines.append(self._next_slot)
