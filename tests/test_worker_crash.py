@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,10 +23,14 @@ def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
     ids = q.enqueue_many([("work", {"seconds": 0.001})] * JOBS)
     env = {"TICKQ_DATABASE_URL": db_url, "TICKQ_TEST_RUNS": str(tmp_path),
            "TICKQ_TEST_LEASE": LEASE}  # fmt: skip
+    victim_env = dict(env, TICKQ_TEST_STALL_AFTER="100")
+    victim_name = f"tickq-victim-{uuid.uuid4().hex[:12]}"
+    if db_url.startswith("postgres"):
+        victim_env["TICKQ_DATABASE_URL"] = f"{db_url}&application_name={victim_name}"
     args = ("--concurrency", "4", "--poll-interval", "0.5")
     # The victim hangs in its 101st job, so it surely holds a job when it is killed.
     with (
-        WorkerProcess(*args, TICKQ_TEST_STALL_AFTER="100", **env) as victim,
+        WorkerProcess(*args, **victim_env) as victim,
         WorkerProcess(*args, **env) as second,
         WorkerProcess(*args, **env) as third,
     ):
@@ -33,6 +38,9 @@ def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
                    what="the victim to reach its stalling job")  # fmt: skip
         victim.send(signal.SIGKILL)
         assert victim.wait() == -signal.SIGKILL
+        # Postgres may still be running what the victim sent just before it died: look
+        # once the server has let go of its connections.
+        eventually(lambda: not _backends(db_url, victim_name), what="the victim's backends")
         held = [j.id for j in q.list_jobs("running", limit=JOBS)
                 if f":{victim.pid}:" in (j.lease_owner or "")]  # fmt: skip
         eventually(lambda: q.stats()["by_status"]["done"] == JOBS, timeout=90,
@@ -52,7 +60,10 @@ def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
     stalled = next(n["id"] for n in runs(tmp_path) if n["event"] == "stall")
     assert stalled in held
     rescued = {i for i in ids if q.attempts(i)}
-    assert rescued == set(held), "exactly the jobs the dead worker held came back"
+    assert rescued == set(held), (
+        f"exactly the jobs the dead worker held came back: held {sorted(held)}, rescued "
+        f"{ {i: q.attempts(i)[0].error for i in sorted(rescued)} }"
+    )
     for job_id in rescued:
         (attempt,) = q.attempts(job_id)
         assert (attempt.attempt, attempt.outcome) == (1, "lease_expired")
@@ -64,3 +75,17 @@ def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
     ran_twice = {i for i, s in starts.items() if len(s) > 1}
     assert ran_twice <= rescued, "no job ran twice unless its worker died holding it"
     q.close()
+
+
+def _backends(db_url: str, name: str) -> int:
+    if not db_url.startswith("postgres"):
+        return 0
+    import psycopg
+
+    from conftest import PG_URL
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)
+        ).fetchone()
+    return int(row[0]) if row else 0
