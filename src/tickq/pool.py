@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .queue import JobDefinition, Queue
 
 Done = Callable[[Outcome], None]
-Cancel = Callable[[], None]
+Cancel = Callable[[], object]
 CLOSE_TIMEOUT = 2.0
 
 
