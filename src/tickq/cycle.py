@@ -68,6 +68,8 @@ def rescue(queue: Queue, report: dict[str, Any]) -> None:
         if job.status == "failed":
             report["failed"] += 1
             queue.notify_failed(job)
+        else:
+            queue.notify_retried(job)
 
 
 def run_batch(
@@ -143,6 +145,8 @@ def tally(
         log_outcome(o, "stale" if o.job.id in stale else None)
     for job in recorded.failed:
         queue.notify_failed(job)
+    for job in recorded.retried:
+        queue.notify_retried(job)
 
 
 def log_outcome(o: Outcome, override: str | None = None) -> None:

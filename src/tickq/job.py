@@ -95,14 +95,68 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One failed or interrupted attempt, kept in ``tickq_attempts``."""
+    """One attempt of a job: its start, end, outcome and error.
+
+    Failed and interrupted attempts are rows of ``tickq_attempts`` (``outcome`` is
+    ``error``, ``cancelled`` or ``lease_expired``); the successful final attempt
+    (``done``) and the one in progress (``running``, ``finished_at`` None) are read from
+    the job row itself, so success costs no extra write.
+    """
 
     job_id: int
     attempt: int
     started_at: datetime | None
-    finished_at: datetime
+    finished_at: datetime | None
     outcome: str
     error: str | None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, or None while running."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def error_type(self) -> str | None:
+        """The exception's class name, e.g. ``ValueError``."""
+        return split_error(self.error)[0]
+
+    @property
+    def error_message(self) -> str | None:
+        """The exception's message, without the type and the traceback."""
+        return split_error(self.error)[1]
+
+    @property
+    def traceback(self) -> str | None:
+        """The formatted traceback, when the attempt raised."""
+        return split_error(self.error)[2]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO-8601 UTC strings)."""
+        kind, message, trace = split_error(self.error)
+        return {
+            "job_id": self.job_id, "attempt": self.attempt,
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "duration_seconds": self.duration, "outcome": self.outcome,
+            "error_type": kind, "error_message": message, "traceback": trace,
+        }  # fmt: skip
+
+
+TRACEBACK_START = "\nTraceback (most recent call last):\n"
+
+
+def split_error(error: str | None) -> tuple[str | None, str | None, str | None]:
+    """Split a stored error (``Type: message`` then the traceback) into its three parts."""
+    if not error:
+        return None, None, None
+    head, sep, rest = error.partition(TRACEBACK_START)
+    trace = (sep + rest).lstrip("\n") if sep else None
+    kind, colon, message = head.partition(": ")
+    if not colon or not kind.replace(".", "").replace("_", "").isalnum():
+        return None, head, trace
+    return kind, message, trace
 
 
 @dataclass(frozen=True, slots=True)

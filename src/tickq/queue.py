@@ -23,6 +23,7 @@ from .store import SqlStore, open_store
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from .alerts import Alerts, Sink
     from .web.asgi import AsgiApp
     from .web.endpoint import Endpoint, EndpointSettings
     from .web.wsgi import WsgiApp
@@ -149,6 +150,7 @@ class Queue:
         lease_seconds: float = 60.0,
         strict: bool = True,
         on_failure: FailureHook | Iterable[FailureHook] | None = None,
+        alerts: Alerts | Sequence[Sink] | None = None,
     ) -> None:
         if lease_seconds < 3:
             raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
@@ -159,12 +161,17 @@ class Queue:
         self._definitions: dict[str, JobDefinition] = {}
         self.schedules: dict[str, ScheduleDefinition] = {}
         self._failure_hooks: list[FailureHook] = []
+        self._retry_hooks: list[FailureHook] = []
         if callable(on_failure):
             self._failure_hooks.append(on_failure)
         elif on_failure is not None:
             self._failure_hooks.extend(on_failure)
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
+        from .alerts import configure_alerts
+
+        self.alerts: Alerts = configure_alerts(self, alerts)
+        """Alert sinks and rules (``tickq.alerts``); sinks also come from the environment."""
 
     def __repr__(self) -> str:
         shown = self.url.split("@")[-1] if "@" in self.url else self.url
@@ -291,11 +298,16 @@ class Queue:
         """Run failure hooks; a hook that raises is logged and never stops the caller."""
         log.error("job %s %s failed after %s attempt(s): %s", job.id, job.type, job.attempts,
                   (job.last_error or "").split("\n", 1)[0])  # fmt: skip
-        for hook in self._failure_hooks:
-            try:
-                hook(job)
-            except Exception:
-                log.exception("tickq failure hook %r raised for job %s", hook, job.id)
+        _run_hooks(self._failure_hooks, job)
+
+    def on_retry(self, hook: FailureHook) -> FailureHook:
+        """Register ``hook(job)`` to run after a failed attempt that will be retried."""
+        self._retry_hooks.append(hook)
+        return hook
+
+    def notify_retried(self, job: Job) -> None:
+        """Run retry hooks (a failed attempt, retried later); a hook that raises is logged."""
+        _run_hooks(self._retry_hooks, job)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[int]:
@@ -505,7 +517,12 @@ class Queue:
         return self.store.get(job_id)
 
     def attempts(self, job_id: int) -> list[Attempt]:
-        """Every failed or interrupted attempt of a job, oldest first."""
+        """Every attempt of a job, oldest first: start, end, outcome and error.
+
+        ``outcome`` is ``error``, ``cancelled`` or ``lease_expired`` for attempts that did
+        not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
+        ``done`` for the successful one and ``running`` for one in progress.
+        """
         return self.store.attempts(job_id)
 
     def list_jobs(
@@ -523,18 +540,55 @@ class Queue:
         """Put a failed or cancelled job back to pending, due now."""
         return self.store.retry(job_id)
 
+    def retry_failed(
+        self,
+        type: str | None = None,
+        *,
+        batch: int = 500,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Put every failed job (of ``type``, when given) back to pending, in batches.
+
+        Returns how many were retried; ``progress(done, total)`` runs after each batch.
+        A failed job whose ``unique_key`` an active job holds stays failed.
+        """
+        if batch < 1:
+            raise ConfigurationError(f"batch must be >= 1, got {batch}")
+        total, done = self.store.count_failed(type), 0
+        while ids := self.store.retry_failed(type, batch):
+            done += len(ids)
+            if progress is not None:
+                progress(done, max(total, done))
+        return done
+
     def cancel(self, job_id: int) -> Job:
         """Cancel a pending or running job (a running one finishes but changes nothing)."""
         return self.store.cancel(job_id)
 
-    def prune(self, older_than: timedelta = timedelta(days=7)) -> int:
-        """Delete done, failed and cancelled jobs finished more than ``older_than`` ago."""
+    def prune(
+        self,
+        older_than: timedelta = timedelta(days=7),
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Delete done, failed and cancelled jobs finished more than ``older_than`` ago.
+
+        Their attempts go with them; processed totals keep counting them.
+        ``progress(deleted_so_far)`` runs after each batch of 5,000.
+        """
         if older_than < timedelta(0):
             raise ConfigurationError(f"older_than must be >= 0, got {older_than}")
-        return self.store.prune(older_than)
+        return self.store.prune(older_than, progress=progress)
 
     def stats(self) -> dict[str, Any]:
-        """Counts by status, queue and type; due backlog; failures in the last hour."""
+        """What the queue holds and has done, as a JSON-ready dict.
+
+        ``by_status``, ``by_queue`` and ``by_type`` (job counts), ``due`` and
+        ``oldest_due_age_seconds``, ``failed_last_hour`` (jobs that reached failed),
+        ``failed_attempts_last_hour``, ``processed[queue][type][outcome]`` (every finished
+        attempt, pruned ones included) and ``duration_seconds[queue][type]`` (``count``,
+        ``sum`` and cumulative ``buckets``): the same figures ``tickq.metrics`` exports.
+        """
         return self.store.stats()
 
     def close(self) -> None:
@@ -688,3 +742,11 @@ def _hostname() -> str:
         import platform
 
         return platform.node()
+
+
+def _run_hooks(hooks: Sequence[FailureHook], job: Job) -> None:
+    for hook in hooks:
+        try:
+            hook(job)
+        except Exception:
+            log.exception("tickq hook %r raised for job %s", hook, job.id)

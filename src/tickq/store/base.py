@@ -18,7 +18,7 @@ from typing import Any
 from ..clock import Clock, SystemClock
 from ..errors import InvalidTransition, JobNotFound
 from ..job import Attempt, Job, JobState, NewJob
-from .queries import JOB_COLUMNS, load_queries, migrations
+from .queries import DURATION_BUCKETS, JOB_COLUMNS, bucket_label, load_queries, migrations
 
 Rows = list[tuple[Any, ...]]
 Statement = tuple[str, dict[str, Any]]
@@ -393,8 +393,10 @@ class SqlStore:
         return [self.job_from_row(r) for r in rows]
 
     def attempts(self, job_id: int) -> list[Attempt]:
+        """Every attempt of a job, oldest first (see ``Attempt``)."""
+        ts = self._decode_ts
         return [
-            Attempt(r[0], r[1], self._decode_ts(r[2]), self._decode_ts(r[3]), r[4], r[5])  # type: ignore[arg-type]
+            Attempt(r[0], r[1], ts(r[2]), ts(r[3]), r[4], r[5])
             for r in self.run("attempts", id=job_id)
         ]
 
@@ -408,9 +410,14 @@ class SqlStore:
         rows = self._guarded_manual("cancel", job_id, "cancel")
         return self.job_from_row(rows[0])
 
+    def _manual_statements(self, name: str, params: dict[str, Any]) -> list[Statement]:
+        """The statements of a manual transition; the last one's rows tell whether it applied."""
+        return [(name, params)]
+
     def _guarded_manual(self, name: str, job_id: int, verb: str) -> Rows:
         try:
-            rows = self.run(name, id=job_id, now=self._now())
+            statements = self._manual_statements(name, {"id": job_id, "now": self._now()})
+            rows = self.run_many(statements)[-1]
         except self.integrity_errors() as exc:
             job = self.get(job_id)
             key = job.unique_key if job else None
@@ -424,21 +431,33 @@ class SqlStore:
         if job is None:
             raise JobNotFound(f"job {job_id} does not exist (it may have been pruned)")
         allowed = "failed or cancelled" if verb == "retry" else "pending or running"
+        why = WHY_NOT.get((verb, job.status.value), "")
         raise InvalidTransition(
             f"cannot {verb} job {job_id}: it is {job.status.value}; "
-            f"only {allowed} jobs can be {'retried' if verb == 'retry' else 'cancelled'}"
+            f"only {allowed} jobs can be {'retried' if verb == 'retry' else 'cancelled'}{why}"
         )
 
     def integrity_errors(self) -> tuple[type[BaseException], ...]:
         return ()
 
-    def prune(self, older_than: timedelta, batch: int = 5000) -> int:
-        """Delete finished jobs (and their attempts) that finished before now - older_than."""
+    def prune(
+        self,
+        older_than: timedelta,
+        batch: int = 5000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Delete finished jobs (and their attempts) that finished before now - older_than.
+
+        What they counted is first added to ``tickq_totals``; ``progress(deleted_so_far)``
+        is called after each batch.
+        """
         cutoff = self._ts(self.now() - older_than)
         total = 0
         while True:
             deleted = self._prune_batch(cutoff, batch)
             total += deleted
+            if progress is not None and deleted:
+                progress(total)
             if deleted < batch:
                 return total
 
@@ -447,7 +466,8 @@ class SqlStore:
         return len(rows)
 
     def stats(self) -> dict[str, Any]:
-        """Counts by status, queue and type, plus due backlog and recent failures."""
+        """Counts by status, queue and type; due backlog; recent failures; processed totals
+        by outcome and the duration histogram (the figures ``tickq.metrics`` exports)."""
         now = self.now()
         by_status = {s.value: 0 for s in JobState}
         by_queue: dict[str, dict[str, int]] = {}
@@ -461,13 +481,68 @@ class SqlStore:
         due, oldest = self.run("due_summary", now=self._ts(now))[0]
         oldest_ts = self._decode_ts(oldest)
         since = self._ts(now - timedelta(hours=1))
+        processed, durations = summarise_totals(self.totals())
         return {
             "by_status": by_status, "by_queue": by_queue, "by_type": by_type,
             "due": due,
             "oldest_due_age_seconds": (now - oldest_ts).total_seconds() if oldest_ts else None,
             "failed_last_hour": self.run("failed_since", since=since)[0][0],
+            "failed_attempts_last_hour": self.run("failed_attempts_since", since=since)[0][0],
+            "processed": processed, "duration_seconds": durations,
             "now": now.isoformat(),
         }  # fmt: skip
+
+    def totals(self) -> list[tuple[str, str, str, str, int, float]]:
+        """Finished attempts as (queue, type, outcome, le, attempts, seconds), one row per
+        duration bucket (not cumulative): the live table plus what pruning rolled up."""
+        merged: dict[tuple[str, str, str, str], list[float]] = {}
+        for queue, type_, outcome, le, count, seconds in self.run("totals"):
+            entry = merged.setdefault((queue, type_, outcome, le), [0, 0.0])
+            entry[0] += int(count)
+            entry[1] += float(seconds or 0)
+        return [(*key, int(v[0]), v[1]) for key, v in sorted(merged.items())]
+
+    def count_failed(self, job_type: str | None = None) -> int:
+        """How many jobs are failed (of ``job_type``, when given)."""
+        return int(self.run("count_failed", type=job_type)[0][0])
+
+    def retry_failed(self, job_type: str | None = None, batch: int = 500) -> list[int]:
+        """Put one batch of failed jobs back to pending; returns their ids (empty: none left).
+
+        Failed jobs whose ``unique_key`` is held by an active job are left failed.
+        """
+        try:
+            rows = self.run("retry_failed", type=job_type, batch=batch, now=self._now())
+        except self.integrity_errors():
+            # A job with the same unique_key was enqueued meanwhile: retry one by one.
+            return self._retry_each_failed(job_type, batch)
+        return [int(r[0]) for r in rows]
+
+    def _retry_each_failed(self, job_type: str | None, batch: int) -> list[int]:
+        retried = []
+        for job in self.list_jobs("failed", job_type, None, batch):
+            with suppress(InvalidTransition, JobNotFound):
+                retried.append(self.retry(job.id).id)
+        return retried
+
+    def failure_summary(
+        self, job_type: str, start: datetime, end: datetime, sample: int = 10
+    ) -> dict[str, Any]:
+        """Failures of ``job_type`` in [start, end): jobs that reached failed and failed
+        attempts (``Retry`` on purpose excluded), with recent job ids and the latest error."""
+        window = {"type": job_type, "start": self._ts(start), "end": self._ts(end)}
+        failed_jobs = self.run("failed_in_window", **window)[0][0]
+        attempts = self.run("failed_attempts_in_window", **window)[0][0]
+        if failed_jobs:
+            rows = self.run("failed_sample_in_window", limit=sample, **window)
+        else:
+            rows = self.run("failed_attempts_sample_in_window", limit=sample, **window)
+        return {
+            "failed_jobs": int(failed_jobs),
+            "failed_attempts": int(attempts),
+            "job_ids": list(dict.fromkeys(int(r[0]) for r in rows)),
+            "last_error": rows[0][1] if rows else None,
+        }
 
     def due_summary(self) -> tuple[int, datetime | None]:
         """(number of pending jobs due now, when the next pending job comes due)."""
@@ -533,3 +608,42 @@ class SqlStore:
         """(when the last tick began or None, how many ticks so far, now)."""
         at, ticks, now = self.run("last_tick", now=self._now())[0]
         return self._decode_ts(at), int(ticks or 0), self._decode_ts(now)  # type: ignore[return-value]
+
+
+WHY_NOT = {
+    ("retry", "done"): " (it already succeeded; enqueue a new job to run it again)",
+    ("retry", "pending"): " (it is already waiting to run)",
+    ("retry", "running"): " (it is running now)",
+    ("cancel", "done"): " (it already finished)",
+    ("cancel", "failed"): " (it already stopped)",
+    ("cancel", "cancelled"): " (it is already cancelled)",
+}
+
+
+def summarise_totals(
+    rows: Sequence[tuple[str, str, str, str, int, float]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(processed[queue][type][outcome] = attempts, duration_seconds[queue][type] =
+    {count, sum, buckets: {le: cumulative count}}) from ``SqlStore.totals()`` rows."""
+    processed: dict[str, Any] = {}
+    per_bucket: dict[tuple[str, str], dict[str, int]] = {}
+    sums: dict[tuple[str, str], float] = {}
+    for queue, type_, outcome, le, count, seconds in rows:
+        by_outcome = processed.setdefault(queue, {}).setdefault(type_, {})
+        by_outcome[outcome] = by_outcome.get(outcome, 0) + count
+        buckets = per_bucket.setdefault((queue, type_), {})
+        buckets[le] = buckets.get(le, 0) + count
+        sums[(queue, type_)] = sums.get((queue, type_), 0.0) + seconds
+    durations: dict[str, Any] = {}
+    labels = [bucket_label(b) for b in DURATION_BUCKETS] + ["+Inf"]
+    for (queue, type_), buckets in per_bucket.items():
+        running, cumulative = 0, {}
+        for le in labels:
+            running += buckets.get(le, 0)
+            cumulative[le] = running
+        durations.setdefault(queue, {})[type_] = {
+            "count": running,
+            "sum": round(sums[(queue, type_)], 6),
+            "buckets": cumulative,
+        }
+    return processed, durations

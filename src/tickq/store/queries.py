@@ -12,6 +12,10 @@ JOB_COLUMNS = (
     "finished_at", "lease_owner", "lease_expires_at", "meta",
 )  # fmt: skip
 
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+                    600, 1800, 3600)  # fmt: skip
+"""Upper bounds (seconds) of the job duration histogram; ``+Inf`` follows the last."""
+
 _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
@@ -30,11 +34,26 @@ def load_queries(dialect: str, paramstyle: str) -> dict[str, str]:
 def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{job_columns_j}", ", ".join(f"j.{c}" for c in JOB_COLUMNS))
     sql = sql.replace("{job_columns}", ", ".join(JOB_COLUMNS))
+    sql = sql.replace("{duration_bucket}", duration_bucket_sql())
     if paramstyle == "pyformat":
         import re
 
         sql = re.sub(_NAMED_PARAM, r"%(\1)s", sql.replace("%", "%%"))
     return sql
+
+
+def bucket_label(bound: float) -> str:
+    """The ``le`` label of a bucket bound, as Prometheus writes it (``0.5``, ``60.0``)."""
+    return repr(float(bound))
+
+
+def duration_bucket_sql() -> str:
+    """A CASE expression putting the column ``seconds`` into its histogram bucket's label."""
+    whens = " ".join(f"WHEN seconds <= {b!r} THEN '{bucket_label(b)}'" for b in DURATION_BUCKETS)
+    return (
+        f"(CASE WHEN seconds IS NULL THEN '{bucket_label(DURATION_BUCKETS[0])}' {whens} "
+        "ELSE '+Inf' END)"
+    )
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

@@ -150,12 +150,19 @@ class SQLiteStore(SqlStore):
                 results.append(inserted)
         return results
 
+    def _manual_statements(self, name: str, params: dict[str, Any]) -> list[Statement]:
+        if name == "cancel":
+            return [("record_cancelled_attempt", params), ("cancel", params)]
+        return [(name, params)]
+
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
         conn = self.connection()
         with self._errors(), self._transaction(conn):
-            ids = [r[0] for r in conn.execute(self.q["prune"], {"cutoff": cutoff, "batch": batch})]
-            conn.execute(self.q["prune_attempts"], {"ids": json.dumps(ids)})
-        return len(ids)
+            found = conn.execute(self.q["prunable"], {"cutoff": cutoff, "batch": batch})
+            ids = json.dumps([r[0] for r in found])
+            for name in ("roll_up_totals", "prune_attempts", "prune"):
+                deleted = conn.execute(self.q[name], {"ids": ids}).rowcount
+        return max(deleted, 0)
 
     def _migrate(self, conn: sqlite3.Connection, steps: list[tuple[int, str, str]]) -> list[int]:
         conn.execute("PRAGMA journal_mode=WAL")

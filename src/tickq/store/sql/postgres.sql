@@ -172,8 +172,13 @@ WHERE (CAST(:status AS text) IS NULL OR status = :status)
 ORDER BY id DESC LIMIT :limit
 
 -- name: attempts
+-- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
 SELECT job_id, attempt, started_at, finished_at, outcome, error
-FROM tickq_attempts WHERE job_id = :id ORDER BY attempt
+FROM tickq_attempts WHERE job_id = :id
+UNION ALL
+SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL
+FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
+ORDER BY 2
 
 -- name: retry
 UPDATE tickq_jobs
@@ -184,20 +189,56 @@ WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
 -- name: cancel
-UPDATE tickq_jobs
-SET status = 'cancelled', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
-    updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-    lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND status IN ('pending', 'running')
-RETURNING {job_columns}
+-- A running attempt stopped by hand is kept in the history (its worker's late result is
+-- ignored by the guards).
+WITH old AS (
+    SELECT id, status, attempts, attempted_at, lease_owner FROM tickq_jobs
+    WHERE id = :id AND status IN ('pending', 'running')
+    FOR UPDATE),
+j AS (
+    UPDATE tickq_jobs t
+    SET status = 'cancelled', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
+        updated_at = COALESCE(CAST(:now AS timestamptz), now()),
+        lease_owner = NULL, lease_expires_at = NULL
+    FROM old WHERE t.id = old.id
+    RETURNING t.*),
+a AS (
+    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    SELECT old.id, old.attempts, old.attempted_at, j.finished_at, 'cancelled',
+           'Cancel: cancelled by hand while attempt ' || old.attempts || ' was running on '
+           || old.lease_owner || '; its result will be ignored'
+    FROM old JOIN j ON j.id = old.id WHERE old.status = 'running'
+    ON CONFLICT DO NOTHING)
+SELECT {job_columns} FROM j
 
 -- name: prune
+-- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
+-- and the duration histogram never go down.
 WITH doomed AS (
     SELECT id FROM tickq_jobs
     WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
     LIMIT :batch),
-d AS (DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed) RETURNING id),
-a AS (DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d))
+d AS (
+    DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
+    RETURNING id, queue, type, status, attempted_at, finished_at),
+a AS (
+    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d)
+    RETURNING job_id, outcome, started_at, finished_at),
+durations AS (
+    SELECT queue, type, 'done' AS outcome,
+           CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8) AS seconds
+    FROM d WHERE status = 'done'
+    UNION ALL
+    SELECT d.queue, d.type, a.outcome,
+           CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8)
+    FROM a JOIN d ON d.id = a.job_id),
+r AS (
+    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
+    SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
+    FROM durations GROUP BY 1, 2, 3, 4
+    ON CONFLICT (queue, type, outcome, le) DO UPDATE
+    SET attempts = tickq_totals.attempts + excluded.attempts,
+        seconds = tickq_totals.seconds + excluded.seconds)
 SELECT id FROM d
 
 -- name: counts
@@ -222,6 +263,74 @@ SELECT 'tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid)
 
 -- name: failed_since
 SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
+
+-- name: failed_attempts_since
+SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
+  AND finished_at >= :since
+
+-- name: totals
+-- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
+-- pruning rolled up.
+SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
+FROM (
+    SELECT queue, type, 'done' AS outcome,
+           CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8) AS seconds
+    FROM tickq_jobs WHERE status = 'done'
+    UNION ALL
+    SELECT j.queue, j.type, a.outcome,
+           CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8)
+    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id) AS d
+GROUP BY 1, 2, 3, 4
+UNION ALL
+SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
+
+-- name: count_failed
+SELECT count(*) FROM tickq_jobs
+WHERE status = 'failed' AND (CAST(:type AS text) IS NULL OR type = :type)
+
+-- name: retry_failed
+-- One batch of failed jobs back to pending. A job whose unique_key another active job
+-- holds is skipped, and of several failed jobs sharing a key only the newest is retried.
+WITH batch AS (
+    SELECT f.id FROM tickq_jobs f
+    WHERE f.status = 'failed' AND (CAST(:type AS text) IS NULL OR f.type = :type)
+      AND (f.unique_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM tickq_jobs o WHERE o.unique_key = f.unique_key
+                      AND o.status IN ('pending', 'running'))
+          AND f.id = (SELECT max(g.id) FROM tickq_jobs g
+                      WHERE g.unique_key = f.unique_key AND g.status = 'failed')))
+    ORDER BY f.id LIMIT :batch
+    FOR UPDATE SKIP LOCKED)
+UPDATE tickq_jobs t
+SET status = 'pending', run_after = COALESCE(CAST(:now AS timestamptz), now()),
+    finished_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now()),
+    max_attempts = GREATEST(t.max_attempts, t.attempts + 1)
+FROM batch WHERE t.id = batch.id AND t.status = 'failed'
+RETURNING t.id
+
+-- name: failed_in_window
+SELECT count(*) FROM tickq_jobs
+WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+
+-- name: failed_sample_in_window
+SELECT id, substr(last_error, 1, 4000) FROM tickq_jobs
+WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+ORDER BY finished_at DESC, id DESC LIMIT :limit
+
+-- name: failed_attempts_in_window
+-- Retry(delay) raised on purpose (e.g. polling) is not a failure worth an alert.
+SELECT count(*) FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
+WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
+  AND a.finished_at >= :start AND a.finished_at < :end
+  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
+
+-- name: failed_attempts_sample_in_window
+SELECT a.job_id, substr(a.error, 1, 4000) FROM tickq_attempts a
+JOIN tickq_jobs j ON j.id = a.job_id
+WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
+  AND a.finished_at >= :start AND a.finished_at < :end
+  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
+ORDER BY a.finished_at DESC LIMIT :limit
 
 -- name: db_now
 SELECT now()

@@ -111,8 +111,13 @@ WHERE (:status IS NULL OR status = :status)
 ORDER BY id DESC LIMIT :limit
 
 -- name: attempts
+-- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
 SELECT job_id, attempt, started_at, finished_at, outcome, error
-FROM tickq_attempts WHERE job_id = :id ORDER BY attempt
+FROM tickq_attempts WHERE job_id = :id
+UNION ALL
+SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL
+FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
+ORDER BY 2
 
 -- name: retry
 UPDATE tickq_jobs
@@ -121,6 +126,16 @@ SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
+-- name: record_cancelled_attempt
+-- Runs just before cancel, in the same transaction: a running attempt stopped by hand
+-- is kept in the history (its worker's late result is ignored by the guards).
+INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+SELECT id, attempts, attempted_at, :now, 'cancelled',
+       'Cancel: cancelled by hand while attempt ' || attempts || ' was running on '
+       || lease_owner || '; its result will be ignored'
+FROM tickq_jobs WHERE id = :id AND status = 'running'
+ON CONFLICT DO NOTHING
+
 -- name: cancel
 UPDATE tickq_jobs
 SET status = 'cancelled', finished_at = :now, updated_at = :now,
@@ -128,15 +143,36 @@ SET status = 'cancelled', finished_at = :now, updated_at = :now,
 WHERE id = :id AND status IN ('pending', 'running')
 RETURNING {job_columns}
 
--- name: prune
-DELETE FROM tickq_jobs WHERE id IN (
-    SELECT id FROM tickq_jobs
-    WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
-    LIMIT :batch)
-RETURNING id
+-- name: prunable
+SELECT id FROM tickq_jobs
+WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
+LIMIT :batch
+
+-- name: roll_up_totals
+-- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
+-- and the duration histogram never go down.
+INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
+SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
+FROM (
+    SELECT queue, type, 'done' AS outcome,
+           (julianday(finished_at) - julianday(attempted_at)) * 86400.0 AS seconds
+    FROM tickq_jobs WHERE status = 'done' AND id IN (SELECT value FROM json_each(:ids))
+    UNION ALL
+    SELECT j.queue, j.type, a.outcome,
+           (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0
+    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
+    WHERE a.job_id IN (SELECT value FROM json_each(:ids)))
+WHERE true
+GROUP BY 1, 2, 3, 4
+ON CONFLICT (queue, type, outcome, le) DO UPDATE
+SET attempts = tickq_totals.attempts + excluded.attempts,
+    seconds = tickq_totals.seconds + excluded.seconds
 
 -- name: prune_attempts
 DELETE FROM tickq_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+
+-- name: prune
+DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: counts
 SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
@@ -195,3 +231,67 @@ SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY 
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1), :now
+
+-- name: failed_attempts_since
+SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
+  AND finished_at >= :since
+
+-- name: totals
+-- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
+-- pruning rolled up.
+SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
+FROM (
+    SELECT queue, type, 'done' AS outcome,
+           (julianday(finished_at) - julianday(attempted_at)) * 86400.0 AS seconds
+    FROM tickq_jobs WHERE status = 'done'
+    UNION ALL
+    SELECT j.queue, j.type, a.outcome,
+           (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0
+    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id)
+GROUP BY 1, 2, 3, 4
+UNION ALL
+SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
+
+-- name: count_failed
+SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND (:type IS NULL OR type = :type)
+
+-- name: retry_failed
+-- One batch of failed jobs back to pending. A job whose unique_key another active job
+-- holds is skipped, and of several failed jobs sharing a key only the newest is retried.
+UPDATE tickq_jobs
+SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
+    max_attempts = MAX(max_attempts, attempts + 1)
+WHERE id IN (
+    SELECT f.id FROM tickq_jobs f
+    WHERE f.status = 'failed' AND (:type IS NULL OR f.type = :type)
+      AND (f.unique_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM tickq_jobs o WHERE o.unique_key = f.unique_key
+                      AND o.status IN ('pending', 'running'))
+          AND f.id = (SELECT max(g.id) FROM tickq_jobs g
+                      WHERE g.unique_key = f.unique_key AND g.status = 'failed')))
+    ORDER BY f.id LIMIT :batch)
+RETURNING id
+
+-- name: failed_in_window
+SELECT count(*) FROM tickq_jobs
+WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+
+-- name: failed_sample_in_window
+SELECT id, substr(last_error, 1, 4000) FROM tickq_jobs
+WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+ORDER BY finished_at DESC, id DESC LIMIT :limit
+
+-- name: failed_attempts_in_window
+-- Retry(delay) raised on purpose (e.g. polling) is not a failure worth an alert.
+SELECT count(*) FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
+WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
+  AND a.finished_at >= :start AND a.finished_at < :end
+  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
+
+-- name: failed_attempts_sample_in_window
+SELECT a.job_id, substr(a.error, 1, 4000) FROM tickq_attempts a
+JOIN tickq_jobs j ON j.id = a.job_id
+WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
+  AND a.finished_at >= :start AND a.finished_at < :end
+  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
+ORDER BY a.finished_at DESC LIMIT :limit

@@ -1,0 +1,289 @@
+"""When to alert, and how alerts travel: as tickq jobs, grouped per job type and window.
+
+A failed attempt (or a job reaching ``failed``) of type T enqueues one ``tickq.alert`` job
+for T's current window, with a unique key: however many failures, in however many
+processes, the window gets one. When the window has closed that job reads the failures
+from the table, decides whether they are worth an alert, logs it, and enqueues one
+``tickq.alert_delivery`` job per sink. Each delivery retries on its own, so a sink that is
+down delays only itself, and nothing here runs inside the failing job's worker call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Cancel, ConfigurationError
+from ..job import Job
+from .alert import Alert, failures_alert, tick_overdue_alert
+from .sinks import Sink, sink_name, sinks_from_env
+
+if TYPE_CHECKING:
+    from ..queue import Queue
+
+log = logging.getLogger("tickq.alerts")
+
+ALERT_QUEUE = "tickq.alerts"
+COMPOSE_TYPE = "tickq.alert"
+DELIVER_TYPE = "tickq.alert_delivery"
+INTERNAL_TYPES = (COMPOSE_TYPE, DELIVER_TYPE)
+GRACE = timedelta(seconds=10)
+"""Wait this long after a window closes, so failures recorded at its very end are counted."""
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_SEEN = 10_000
+
+
+class Alerts:
+    """Alert sinks and rules. Pass to ``Queue(alerts=...)``, or pass a list of sinks.
+
+    ``window``: failures of one job type are grouped per window (aligned to the clock) into
+    at most one alert, sent once the window closes. ``repeated_failures``: alert when this
+    many attempts of one type fail within a window even if none has run out of attempts.
+    A job reaching ``failed`` always alerts. ``queue`` is where alert jobs run: a worker
+    limited to other queues must include it. With ``from_env`` the sinks named by
+    ``TICKQ_ALERT_WEBHOOK_URL`` and ``TICKQ_ALERT_EMAIL_TO`` + ``TICKQ_SMTP_URL`` are added.
+    """
+
+    def __init__(
+        self,
+        sinks: Sequence[Sink] = (),
+        *,
+        window: timedelta = timedelta(minutes=10),
+        repeated_failures: int = 5,
+        queue: str = ALERT_QUEUE,
+        from_env: bool = True,
+    ) -> None:
+        if not isinstance(window, timedelta) or window < timedelta(seconds=1):
+            raise ConfigurationError(f"alert window must be a timedelta >= 1s, got {window!r}")
+        if repeated_failures < 1:
+            raise ConfigurationError(f"repeated_failures must be >= 1, got {repeated_failures}")
+        for sink in sinks:
+            if not callable(sink):
+                raise ConfigurationError(
+                    f"alert sink {sink!r} is not callable; use Webhook(...), Email(...) or a "
+                    "function taking the Alert"
+                )
+        self.window, self.repeated_failures, self.queue = window, repeated_failures, queue
+        self.from_env = from_env
+        self._configured = list(sinks)
+        self.sinks: dict[str, Sink] = {}
+        self._queue: Queue | None = None
+        self._seen: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"Alerts(sinks={list(self.sinks) or self._configured}, window={self.window})"
+
+    @property
+    def enabled(self) -> bool:
+        """True when some sink besides the log is configured (alerts then travel as jobs)."""
+        return bool(self.sinks)
+
+    def bind(self, queue: Queue) -> Alerts:
+        """This configuration attached to ``queue`` (a copy if already attached elsewhere)."""
+        bound = self if self._queue is None else self._copy()
+        bound._queue = queue
+        bound.sinks = named_sinks(bound._configured + (sinks_from_env() if self.from_env else []))
+        if bound.sinks:
+            bound._register(queue)
+        return bound
+
+    def _copy(self) -> Alerts:
+        return Alerts(self._configured, window=self.window, queue=self.queue,
+                      repeated_failures=self.repeated_failures, from_env=self.from_env)  # fmt: skip
+
+    def _register(self, queue: Queue) -> None:
+        queue.job(name=COMPOSE_TYPE, queue=self.queue, priority=100, max_attempts=5,
+                  backoff=(10, 60, 300, 900))(self.compose)  # fmt: skip
+        queue.job(name=DELIVER_TYPE, queue=self.queue, priority=100, max_attempts=8,
+                  backoff=(30, 60, 300, 900, 1800, 3600, 3600))(self.deliver_one)  # fmt: skip
+        queue.on_failure(self.job_failed)
+        queue.on_retry(self.attempt_failed)
+
+    # -- triggers (failure hooks; the queue logs anything they raise) ---------------------
+    def job_failed(self, job: Job) -> None:
+        """A job reached ``failed``: make sure its type's window has an alert job."""
+        if job.type == DELIVER_TYPE:
+            log.error("tickq alert sink %s kept failing; gave up on alert %r after %s "
+                      "attempts: %s", job.payload.get("sink"),
+                      job.payload.get("alert", {}).get("title"), job.attempts,
+                      (job.last_error or "").split("\n", 1)[0])  # fmt: skip
+        elif job.type != COMPOSE_TYPE:
+            self._group(job)
+
+    def attempt_failed(self, job: Job) -> None:
+        """An attempt failed and will be retried: counts toward ``repeated_failures``."""
+        if job.type not in INTERNAL_TYPES:
+            self._group(job)
+
+    def _group(self, job: Job) -> None:
+        start = window_start(job.finished_at or job.updated_at, self.window)
+        key = f"alert:{job.type}:{start.isoformat()}"
+        if key in self._seen:
+            return
+        end = start + self.window
+        self._enqueue_compose(
+            {"kind": "failures", "job_type": job.type, "window_start": start.isoformat(),
+             "window_end": end.isoformat()}, key, run_after=end + GRACE,
+        )  # fmt: skip
+
+    def tick_overdue(
+        self,
+        last_tick_at: datetime | None,
+        expected_every: timedelta,
+        *,
+        now: datetime | None = None,
+    ) -> int | None:
+        """Alert that the tick has not come: call it from the health check when overdue.
+
+        Grouped like failures (one alert per window however often it is called) and never
+        raises. Returns the alert job's id, or None when only the log sink is configured.
+        Nothing processes jobs while the tick is missing, so follow with ``deliver()``.
+        """
+        try:
+            now = now or self._bound().store.now()
+            start = window_start(now, self.window)
+            key = f"alert:tick_overdue:{start.isoformat()}"
+            if key in self._seen:
+                return None
+            if not self.enabled:
+                self._remember(key)
+                self.log(tick_overdue_alert(last_tick_at, expected_every, now))
+                return None
+            detail = {"last_tick_at": last_tick_at.isoformat() if last_tick_at else None,
+                      "expected_every_seconds": expected_every.total_seconds(),
+                      "now": now.isoformat()}  # fmt: skip
+            return self._enqueue_compose(
+                {"kind": "tick_overdue", "window_start": start.isoformat(), "detail": detail},
+                key,
+            )
+        except Exception:
+            log.exception("tickq could not raise the tick-overdue alert")
+            return None
+
+    def deliver(self, time_budget: float = 5.0, limit: int = 20) -> dict[str, Any] | None:
+        """Run due alert jobs now, within ``time_budget`` seconds; never raises."""
+        if not self.enabled:
+            return None
+        try:
+            return self._bound().process_jobs(limit, time_budget, queues=[self.queue])
+        except Exception:
+            log.exception("tickq could not deliver alerts now; they stay queued")
+            return None
+
+    def _enqueue_compose(
+        self, payload: dict[str, Any], key: str, run_after: datetime | None = None
+    ) -> int:
+        job_id = self._bound().enqueue(
+            COMPOSE_TYPE, payload, run_after=run_after, unique_key=key, unique_scope="all"
+        )
+        self._remember(key)
+        return job_id
+
+    def _remember(self, key: str) -> None:
+        if len(self._seen) >= MAX_SEEN:
+            self._seen.clear()
+        self._seen.add(key)
+
+    # -- the two alert jobs ---------------------------------------------------------------
+    def compose(
+        self,
+        kind: str,
+        job_type: str | None = None,
+        window_start: str | None = None,
+        window_end: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Job ``tickq.alert``: decide on one window's alert, log it, fan it out to sinks."""
+        if kind == "failures" and job_type and window_start and window_end:
+            start, end = datetime.fromisoformat(window_start), datetime.fromisoformat(window_end)
+            summary = self._bound().store.failure_summary(job_type, start, end)
+            alert = failures_alert(job_type, start, end, summary, self.repeated_failures)
+            key = f"alert:{job_type}:{window_start}"
+        elif kind == "tick_overdue" and detail:
+            last = detail.get("last_tick_at")
+            alert = tick_overdue_alert(
+                datetime.fromisoformat(last) if last else None,
+                timedelta(seconds=detail["expected_every_seconds"]),
+                datetime.fromisoformat(detail["now"]),
+            )
+            key = f"alert:tick_overdue:{window_start}"
+        else:
+            raise Cancel(f"unknown alert job payload: kind={kind!r}, job_type={job_type!r}")
+        if alert is None:
+            log.info("tickq: %s failures of %s %s to %s are below the alert threshold",
+                     kind, job_type, window_start, window_end)  # fmt: skip
+            return
+        self.dispatch(alert, key)
+
+    def dispatch(self, alert: Alert, key: str) -> None:
+        """Log ``alert`` (the log sink) and enqueue one delivery job per sink."""
+        self.log(alert)
+        self._bound().enqueue_many(
+            (DELIVER_TYPE, {"sink": name, "alert": alert.to_dict()},
+             {"unique_key": f"{key}:{name}", "unique_scope": "all"})
+            for name in self.sinks
+        )  # fmt: skip
+
+    def deliver_one(self, sink: str, alert: dict[str, Any]) -> None:
+        """Job ``tickq.alert_delivery``: hand one alert to one sink; raising retries it."""
+        target = self.sinks.get(sink)
+        if target is None:
+            raise ConfigurationError(
+                f"alert sink {sink!r} is not configured in this process (configured: "
+                f"{', '.join(self.sinks) or 'none'}); configure the same alerts in every "
+                "process that runs jobs (the TICKQ_ALERT_* variables do that)"
+            )
+        target(Alert.from_dict(alert))
+        log.info("tickq alert %r delivered to %s", alert.get("title"), sink)
+
+    @staticmethod
+    def log(alert: Alert) -> None:
+        """The log sink: always on."""
+        log.error("%s\n%s", alert.title, alert.text,
+                  extra={"alert_kind": alert.kind, "job_type": alert.job_type})  # fmt: skip
+
+    def _bound(self) -> Queue:
+        if self._queue is None:
+            raise ConfigurationError("these Alerts are not attached to a Queue; pass them to "
+                                     "Queue(alerts=...)")  # fmt: skip
+        return self._queue
+
+
+def configure_alerts(queue: Queue, alerts: Alerts | Sequence[Sink] | Sink | None) -> Alerts:
+    """``Queue(alerts=...)``: an ``Alerts``, a list of sinks, one sink, or None (env only)."""
+    if isinstance(alerts, Alerts):
+        return alerts.bind(queue)
+    if alerts is None:
+        sinks: list[Sink] = []
+    elif callable(alerts):
+        sinks = [alerts]
+    elif isinstance(alerts, str | bytes | dict):
+        raise ConfigurationError(
+            f"alerts must be a list of sinks (Webhook, Email or callables), got {alerts!r}"
+        )
+    else:
+        sinks = list(alerts)
+    return Alerts(sinks).bind(queue)
+
+
+def named_sinks(sinks: Sequence[Sink]) -> dict[str, Sink]:
+    """Sinks by stable name. Named sinks configured twice (code and env) count once;
+    unnamed callables sharing a name get ``#2``, ``#3``..."""
+    named: dict[str, Sink] = {}
+    for sink in sinks:
+        name = sink_name(sink)
+        if name in named and getattr(sink, "name", None):
+            continue
+        base, n = name, 2
+        while name in named:
+            name, n = f"{base}#{n}", n + 1
+        named[name] = sink
+    return named
+
+
+def window_start(when: datetime, window: timedelta) -> datetime:
+    """The start of the clock-aligned window holding ``when``."""
+    size = window.total_seconds()
+    return EPOCH + timedelta(seconds=((when - EPOCH).total_seconds() // size) * size)
