@@ -87,7 +87,8 @@ class Email:
     """Send each alert as a plain-text email through an SMTP server.
 
     Port 465 (or an ``smtps://`` URL) means TLS from the start; otherwise ``starttls=True``
-    upgrades the connection before logging in. ``to`` is one address or a list.
+    upgrades the connection before logging in. The server's certificate is verified
+    (``ssl_context=`` to trust another CA). ``to`` is one address or a list.
     """
 
     def __init__(
@@ -101,6 +102,7 @@ class Email:
         starttls: bool = True,
         *,
         timeout: float = 10.0,
+        ssl_context: Any = None,
         name: str | None = None,
     ) -> None:
         recipients = [to] if isinstance(to, str) else list(to)
@@ -117,6 +119,7 @@ class Email:
         self.sender = sender or (username if username and "@" in username else f"tickq@{host}")
         self.username, self.password = username, password
         self.starttls, self.timeout = starttls, float(timeout)
+        self.ssl_context = ssl_context
         self.name = name or f"email:{','.join(recipients)}"
 
     def __repr__(self) -> str:
@@ -159,7 +162,7 @@ class Email:
         try:
             with self._connect(smtplib) as smtp:
                 if self.starttls and self.port != 465:
-                    smtp.starttls()
+                    smtp.starttls(context=self._tls())
                 if self.username:
                     smtp.login(self.username, self.password or "")
                 smtp.send_message(self.message(alert))
@@ -168,8 +171,14 @@ class Email:
 
     def _connect(self, smtplib: Any) -> Any:
         if self.port == 465:
-            return smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout)
+            return smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=self._tls())
         return smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+
+    def _tls(self) -> Any:
+        # smtplib's own default context does not check the certificate: ours does.
+        import ssl
+
+        return self.ssl_context or ssl.create_default_context()
 
 
 class DeliveryError(Exception):
