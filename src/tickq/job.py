@@ -100,7 +100,8 @@ class Attempt:
     Failed and interrupted attempts are rows of ``tickq_attempts`` (``outcome`` is
     ``error``, ``cancelled`` or ``lease_expired``); the successful final attempt
     (``done``) and the one in progress (``running``, ``finished_at`` None) are read from
-    the job row itself, so success costs no extra write.
+    the job row itself, so success costs no extra write. ``started_at`` is when the
+    attempt was claimed; jobs claimed in one batch run one after another.
     """
 
     job_id: int
@@ -109,10 +110,14 @@ class Attempt:
     finished_at: datetime | None
     outcome: str
     error: str | None
+    seconds: float | None = None
+    """How long the job function ran, as the worker measured it (None when unknown)."""
 
     @property
     def duration(self) -> float | None:
-        """Seconds from start to end, or None while running."""
+        """Seconds the attempt ran: as measured, else from start to end; None while running."""
+        if self.seconds is not None:
+            return self.seconds
         if self.started_at is None or self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()

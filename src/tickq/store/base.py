@@ -267,11 +267,13 @@ class SqlStore:
     ) -> tuple[Recorded, list[Job]]:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
         next batch cost one round trip and one commit."""
-        done = [o.job for o in outcomes if o.kind == "complete"]
+        completed = [o for o in outcomes if o.kind == "complete"]
+        done = [o.job for o in completed]
         others = [o for o in outcomes if o.kind != "complete"]
         statements: list[Statement] = []
         if done:
-            statements.append(("complete", self._complete_params(owner, done)))
+            durations = [o.duration for o in completed]
+            statements.append(("complete", self._complete_params(owner, done, durations)))
         for o in others:
             statements.extend(self._outcome_statements(owner, o))
         if limit > 0:
@@ -284,17 +286,23 @@ class SqlStore:
         """The statements of one outcome; the last one's rows tell whether it applied."""
         return [(outcome.kind, self._outcome_params(owner, outcome))]
 
-    def _complete_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+    def _complete_params(
+        self, owner: str, jobs: Sequence[Job], durations: Sequence[float | None] | None = None
+    ) -> dict[str, Any]:
+        seconds = list(durations) if durations is not None else [None] * len(jobs)
         return {
             "owner": owner, "now": self._now(),
             "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs],
-            "pairs": json.dumps([[j.id, j.attempts] for j in jobs]),
+            "durations": seconds,
+            "pairs": json.dumps([[j.id, j.attempts, d]
+                                 for j, d in zip(jobs, seconds, strict=True)]),
         }  # fmt: skip
 
     def _outcome_params(self, owner: str, o: Outcome) -> dict[str, Any]:
         return {
             "id": o.job.id, "attempt": o.job.attempts, "owner": owner, "error": o.error,
             "delay": o.delay, "run_after": self._in(o.delay), "now": self._now(),
+            "duration": o.duration,
             "outcome": {"retry_later": "error", "fail": "error"}.get(o.kind, "cancelled"),
         }  # fmt: skip
 
@@ -396,7 +404,7 @@ class SqlStore:
         """Every attempt of a job, oldest first (see ``Attempt``)."""
         ts = self._decode_ts
         return [
-            Attempt(r[0], r[1], ts(r[2]), ts(r[3]), r[4], r[5])
+            Attempt(r[0], r[1], ts(r[2]), ts(r[3]), r[4], r[5], r[6])
             for r in self.run("attempts", id=job_id)
         ]
 

@@ -72,7 +72,8 @@ RETURNING {job_columns}
 UPDATE tickq_jobs
 SET status = 'done', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-    lease_owner = NULL, lease_expires_at = NULL
+    lease_owner = NULL, lease_expires_at = NULL,
+    duration = (CAST(:durations AS float8[]))[array_position(CAST(:ids AS bigint[]), id)]
 WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = :owner
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id
@@ -87,8 +88,9 @@ WITH j AS (
     WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
     RETURNING *),
 a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    SELECT id, attempts, attempted_at, updated_at, :outcome, :error FROM j
+    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
+                                duration)
+    SELECT id, attempts, attempted_at, updated_at, :outcome, :error, :duration FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
@@ -102,8 +104,9 @@ WITH j AS (
     WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
     RETURNING *),
 a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    SELECT id, attempts, attempted_at, updated_at, :outcome, :error FROM j
+    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
+                                duration)
+    SELECT id, attempts, attempted_at, updated_at, :outcome, :error, :duration FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
@@ -117,8 +120,9 @@ WITH j AS (
     WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
     RETURNING *),
 a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    SELECT id, attempts, attempted_at, updated_at, :outcome, :error FROM j
+    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
+                                duration)
+    SELECT id, attempts, attempted_at, updated_at, :outcome, :error, :duration FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
@@ -173,10 +177,11 @@ ORDER BY id DESC LIMIT :limit
 
 -- name: attempts
 -- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error
+SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
 FROM tickq_attempts WHERE job_id = :id
 UNION ALL
-SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL
+SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
+       CASE WHEN status = 'done' THEN duration END
 FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
 ORDER BY 2
 
@@ -220,17 +225,18 @@ WITH doomed AS (
     LIMIT :batch),
 d AS (
     DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
-    RETURNING id, queue, type, status, attempted_at, finished_at),
+    RETURNING id, queue, type, status, attempted_at, finished_at, duration),
 a AS (
     DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d)
-    RETURNING job_id, outcome, started_at, finished_at),
+    RETURNING job_id, outcome, started_at, finished_at, duration),
 durations AS (
     SELECT queue, type, 'done' AS outcome,
-           CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8) AS seconds
+           COALESCE(duration,
+                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
     FROM d WHERE status = 'done'
     UNION ALL
     SELECT d.queue, d.type, a.outcome,
-           CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8)
+           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
     FROM a JOIN d ON d.id = a.job_id),
 r AS (
     INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
@@ -274,11 +280,12 @@ SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
 SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
 FROM (
     SELECT queue, type, 'done' AS outcome,
-           CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8) AS seconds
+           COALESCE(duration,
+                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
     FROM tickq_jobs WHERE status = 'done'
     UNION ALL
     SELECT j.queue, j.type, a.outcome,
-           CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8)
+           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
     FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id) AS d
 GROUP BY 1, 2, 3, 4
 UNION ALL

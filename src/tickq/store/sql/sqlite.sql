@@ -30,7 +30,9 @@ RETURNING {job_columns}
 -- name: complete
 UPDATE tickq_jobs
 SET status = 'done', finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL
+    lease_owner = NULL, lease_expires_at = NULL,
+    duration = (SELECT json_extract(value, '$[2]') FROM json_each(:pairs)
+                WHERE json_extract(value, '$[0]') = tickq_jobs.id)
 WHERE status = 'running' AND lease_owner = :owner
   AND (id, attempts) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
                          FROM json_each(:pairs))
@@ -60,8 +62,8 @@ RETURNING {job_columns}
 -- name: record_attempt
 -- Runs just before retry_later / fail / cancel_running, in the same transaction and
 -- under the same guard, so an attempt is recorded exactly when its outcome is.
-INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-SELECT id, attempts, attempted_at, :now, :outcome, :error FROM tickq_jobs
+INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error, duration)
+SELECT id, attempts, attempted_at, :now, :outcome, :error, :duration FROM tickq_jobs
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 ON CONFLICT DO NOTHING
 
@@ -112,10 +114,11 @@ ORDER BY id DESC LIMIT :limit
 
 -- name: attempts
 -- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error
+SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
 FROM tickq_attempts WHERE job_id = :id
 UNION ALL
-SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL
+SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
+       CASE WHEN status = 'done' THEN duration END
 FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
 ORDER BY 2
 
@@ -155,11 +158,12 @@ INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
 SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
 FROM (
     SELECT queue, type, 'done' AS outcome,
-           (julianday(finished_at) - julianday(attempted_at)) * 86400.0 AS seconds
+           COALESCE(duration,
+                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
     FROM tickq_jobs WHERE status = 'done' AND id IN (SELECT value FROM json_each(:ids))
     UNION ALL
     SELECT j.queue, j.type, a.outcome,
-           (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0
+           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
     FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
     WHERE a.job_id IN (SELECT value FROM json_each(:ids)))
 WHERE true
@@ -242,11 +246,12 @@ SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
 SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
 FROM (
     SELECT queue, type, 'done' AS outcome,
-           (julianday(finished_at) - julianday(attempted_at)) * 86400.0 AS seconds
+           COALESCE(duration,
+                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
     FROM tickq_jobs WHERE status = 'done'
     UNION ALL
     SELECT j.queue, j.type, a.outcome,
-           (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0
+           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
     FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id)
 GROUP BY 1, 2, 3, 4
 UNION ALL
