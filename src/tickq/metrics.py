@@ -34,6 +34,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 def _prometheus() -> Any:
     try:
         import prometheus_client
+        import prometheus_client.core
     except ImportError as exc:
         raise ConfigurationError(
             "tickq metrics need prometheus_client: pip install 'tickq[metrics]'"
