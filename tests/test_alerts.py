@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -124,6 +125,23 @@ def test_fifty_failures_in_one_window_make_one_alert_that_says_fifty(
 
 def _always_fails(n: int) -> None:
     raise ConnectionError(f"CRM unreachable ({n})")
+
+
+def test_on_the_real_clock_the_alert_comes_once_the_window_closes(queue: Queue) -> None:
+    got: list[Alert] = []
+    q = Queue(queue.url, alerts=Alerts([got.append], window=timedelta(seconds=1)))
+    try:
+        q.job(name="notify", max_attempts=1)(_always_fails)
+        q.enqueue_many([("notify", {"n": n}) for n in range(3)])
+        q.process_jobs()
+        deadline = time.monotonic() + 30
+        while sum(a.failed_jobs for a in got) < 3 and time.monotonic() < deadline:
+            q.process_jobs()
+            time.sleep(0.05)
+        # One alert, or two if the failures straddled a window's edge: all 3 counted once.
+        assert sum(a.failed_jobs for a in got) == 3 and len(got) in (1, 2)
+    finally:
+        q.close()
 
 
 def test_repeated_failed_attempts_alert_before_any_job_runs_out(

@@ -30,7 +30,8 @@ COMPOSE_TYPE = "tickq.alert"
 DELIVER_TYPE = "tickq.alert_delivery"
 INTERNAL_TYPES = (COMPOSE_TYPE, DELIVER_TYPE)
 GRACE = timedelta(seconds=10)
-"""Wait this long after a window closes, so failures recorded at its very end are counted."""
+"""Wait this long (at most a tenth of the window) after a window closes, so failures
+recorded at its very end are counted."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_SEEN = 10_000
 
@@ -125,7 +126,7 @@ class Alerts:
         end = start + self.window
         self._enqueue_compose(
             {"kind": "failures", "job_type": job.type, "window_start": start.isoformat(),
-             "window_end": end.isoformat()}, key, run_after=end + GRACE,
+             "window_end": end.isoformat()}, key, run_after=end + min(GRACE, self.window / 10),
         )  # fmt: skip
 
     def tick_overdue(
