@@ -16,11 +16,12 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], stretch: int = -1) -> str:
-    """Columns aligned to their widest cell; column ``stretch`` is cut to fit the terminal."""
+    """Columns aligned to their widest cell; on a terminal, column ``stretch`` is cut to fit
+    its width (piped output keeps every character, for grep)."""
     cells = [[str(h) for h in headers], *[["" if c is None else str(c) for c in r] for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     room = shutil.get_terminal_size((120, 24)).columns
-    if rows and stretch is not None:
+    if rows and sys.stdout.isatty():
         col = stretch % len(headers)
         others = sum(w + 2 for i, w in enumerate(widths) if i != col)
         widths[col] = max(len(headers[col]), min(widths[col], room - others))
