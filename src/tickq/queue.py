@@ -36,6 +36,9 @@ R = TypeVar("R")
 DEFAULT_URL = "sqlite:///tickq.db"
 UNIQUE_SCOPES = ("active", "all")
 RESERVED_PARAMS = ("conn",)
+# Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
+# otherwise tickq.alerts isn't imported at all, which a waking host would pay for.
+ALERT_ENV = ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO")
 FailureHook = Callable[[Job], Any]
 
 
@@ -168,10 +171,20 @@ class Queue:
             self._failure_hooks.extend(on_failure)
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
-        from .alerts import configure_alerts
+        self._alerts: Alerts | None = None
+        if alerts is not None or any(os.environ.get(name) for name in ALERT_ENV):
+            from .alerts import configure_alerts
 
-        self.alerts: Alerts = configure_alerts(self, alerts)
-        """Alert sinks and rules (``tickq.alerts``); sinks also come from the environment."""
+            self._alerts = configure_alerts(self, alerts)
+
+    @property
+    def alerts(self) -> Alerts:
+        """Alert sinks and rules (``tickq.alerts``); only the log sink when none is set."""
+        if self._alerts is None:
+            from .alerts import Alerts
+
+            self._alerts = Alerts(from_env=False).bind(self)
+        return self._alerts
 
     def __repr__(self) -> str:
         shown = self.url.split("@")[-1] if "@" in self.url else self.url

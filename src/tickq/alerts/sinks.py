@@ -6,7 +6,6 @@ They use only the standard library (``urllib``, ``smtplib``), imported when firs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +49,8 @@ class Webhook:
             raise ConfigurationError(f"webhook timeout must be positive seconds, got {timeout}")
         self.url, self.format, self.timeout = url, format, float(timeout)
         self.headers = dict(headers or {})
+        import hashlib
+
         # The host, and a short hash telling two URLs on one host apart: the path is secret.
         digest = hashlib.sha256(url.encode()).hexdigest()[:8]
         self.name = name or f"webhook:{parts.hostname}#{digest}"
