@@ -238,6 +238,27 @@ def test_tick_overdue_is_one_alert_per_window_however_often_it_is_raised(
         assert "47 minutes ago; one is expected every 15 minutes" in text
 
 
+def test_a_stale_tick_seen_by_the_health_check_alerts_once_an_hour(
+    queues: list[Queue], db_url: str, clock: FrozenClock
+) -> None:
+    with http_receiver() as http:
+        q = make_queue(queues, db_url, clock, [Webhook(http.url)])
+        q.tick()
+        clock.advance(minutes=20)
+        assert q.health(timedelta(minutes=15))["ok"] and http.requests == []
+        clock.advance(minutes=27)
+        for _ in range(5):  # an uptime monitor polling the health endpoint
+            assert q.health(timedelta(minutes=15))["status"] == "stale"
+            clock.advance(minutes=1)
+        assert len(http.requests) == 1
+        alert = http.requests[0].json()
+        assert alert["kind"] == "tick_overdue" and "47 minutes ago" in alert["text"]
+
+        clock.advance(hours=1)
+        q.health(timedelta(minutes=15))
+        assert len(http.requests) == 2
+
+
 def test_with_only_the_log_sink_failures_are_logged_and_no_alert_jobs_exist(
     queues: list[Queue], db_url: str, clock: FrozenClock, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -32,6 +32,8 @@ INTERNAL_TYPES = (COMPOSE_TYPE, DELIVER_TYPE)
 GRACE = timedelta(seconds=10)
 """Wait this long (at most a tenth of the window) after a window closes, so failures
 recorded at its very end are counted."""
+TICK_OVERDUE_WINDOW = timedelta(hours=1)
+"""A missing tick is alerted at most once per hour (or per window, if longer) while it lasts."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_SEEN = 10_000
 
@@ -138,13 +140,13 @@ class Alerts:
     ) -> int | None:
         """Alert that the tick has not come: call it from the health check when overdue.
 
-        Grouped like failures (one alert per window however often it is called) and never
+        One alert per hour (or per window, if longer) however often it is called; never
         raises. Returns the alert job's id, or None when only the log sink is configured.
         Nothing processes jobs while the tick is missing, so follow with ``deliver()``.
         """
         try:
             now = now or self._bound().store.now()
-            start = window_start(now, self.window)
+            start = window_start(now, max(self.window, TICK_OVERDUE_WINDOW))
             key = f"alert:tick_overdue:{start.isoformat()}"
             if key in self._seen:
                 return None
