@@ -28,15 +28,16 @@ WHERE id IN (
 RETURNING {job_columns}
 
 -- name: complete
+-- :pairs is [[id, attempt, duration], ...]; UPDATE ... FROM reads each once (a correlated
+-- look-up per row would cost more than the rest of the statement).
 UPDATE tickq_jobs
 SET status = 'done', finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL,
-    duration = (SELECT json_extract(value, '$[2]') FROM json_each(:pairs)
-                WHERE json_extract(value, '$[0]') = tickq_jobs.id)
-WHERE status = 'running' AND lease_owner = :owner
-  AND (id, attempts) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
-                         FROM json_each(:pairs))
-RETURNING id
+    lease_owner = NULL, lease_expires_at = NULL, duration = f.duration
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
+             json_extract(value, '$[2]') AS duration FROM json_each(:pairs)) AS f
+WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
+  AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
+RETURNING tickq_jobs.id
 
 -- name: retry_later
 UPDATE tickq_jobs
