@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -67,7 +68,7 @@ def test_render_exports_what_stats_says(frozen_queue: Queue, clock: FrozenClock)
 
 
 @contextmanager
-def serve(app: MetricsApp) -> Iterator[str]:
+def serve(app: Any) -> Iterator[str]:
     """Run ``app`` under uvicorn on a free loopback port; yield its base URL."""
     import uvicorn
 
@@ -130,3 +131,20 @@ def test_endpoint_says_503_when_the_database_is_missing(tmp_path: object) -> Non
     with serve(MetricsApp(q, token=TOKEN)) as url:
         status, _, body = get(url, TOKEN)
     assert status == 503 and "run q.migrate()" in body
+
+
+def test_the_tick_app_serves_metrics_only_when_enabled(
+    frozen_queue: Queue, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(frozen_queue, clock)
+    monkeypatch.setenv("CRON_SECRET", "a-cron-secret-long-enough")
+    monkeypatch.setenv("TICKQ_METRICS_TOKEN", TOKEN)
+    with serve(frozen_queue.asgi_app()) as url:
+        assert get(url, TOKEN)[0] == 404, "off unless enabled"
+    with serve(frozen_queue.asgi_app(metrics=True)) as url:
+        status, headers, body = get(url, TOKEN)
+        assert status == 200 and headers["content-type"].startswith("text/plain; version=")
+        assert samples(body)[("tickq_due_jobs", ())] == 1
+        assert get(url, "a-cron-secret-long-enough")[0] == 401, "the tick's token is not enough"
+        health = url.replace("/metrics", "/api/cron/health")
+        assert get(health)[0] in (200, 503)

@@ -402,7 +402,7 @@ def test_endpoint_options_are_validated_when_the_app_is_built(app_queue: Queue) 
         ({"limit": 2000}, "limit must be between 0 and max_limit (1000), got 2000"),
         ({"time_budget": 0}, "time_budget must be positive seconds, got 0"),
         ({"expected_interval": 900}, "expected_interval must be a positive timedelta, got 900"),
-        ({"health_path": TICK}, "path and health_path must differ"),
+        ({"health_path": TICK}, "the endpoints need different paths"),
     ]:
         with pytest.raises(ConfigurationError) as excinfo:
             app_queue.asgi_app(**options)  # type: ignore[arg-type]

@@ -6,29 +6,21 @@ Processed totals and the duration histogram count pruned jobs too (pruning rolls
 up first), so they only ever go up.
 
 >>> text = render(q)                      # the exposition text
->>> app = MetricsApp(q)                   # ASGI: GET -> text, bearer TICKQ_METRICS_TOKEN
+>>> app = q.asgi_app(metrics=True)        # GET /metrics, bearer TICKQ_METRICS_TOKEN
 
 Needs ``pip install 'tickq[metrics]'`` (``prometheus_client``), imported only when used.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hmac
-import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigurationError, TickqError
+from .errors import ConfigurationError
 from .job import JobState
 
 if TYPE_CHECKING:
     from .queue import Queue
-
-TOKEN_ENV = "TICKQ_METRICS_TOKEN"
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 def _prometheus() -> Any:
@@ -117,66 +109,20 @@ def render(queue: Queue) -> str:
     return prometheus.generate_latest(registry).decode()
 
 
-class MetricsApp:
-    """ASGI app serving ``render(queue)`` to ``GET`` with ``Authorization: Bearer <token>``.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""Prometheus' text exposition format (prometheus_client's CONTENT_TYPE_LATEST)."""
 
-    The token comes from ``TICKQ_METRICS_TOKEN`` (or ``token=``); while it is unset the
-    endpoint is off and answers 503. A wrong or missing token gets 401.
+
+def MetricsApp(queue: Queue, token: str | None = None, path: str = "/metrics") -> Any:
+    """An ASGI app serving only ``GET /metrics``, to mount where you like.
+
+    The same route ``q.asgi_app(metrics=True)`` adds beside the tick: bearer token from
+    ``token=`` or ``TICKQ_METRICS_TOKEN`` (503 while unset, 401 when missing or wrong).
     """
+    from .web.asgi import AsgiApp
+    from .web.endpoint import Endpoint, EndpointOptions
 
-    def __init__(self, queue: Queue, token: str | None = None) -> None:
-        self.queue = queue
-        self.token = token if token is not None else os.environ.get(TOKEN_ENV, "")
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        status, headers, body = await self.respond(scope)
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        with_body = scope.get("method", "GET") != "HEAD"
-        await send({"type": "http.response.body", "body": body if with_body else b""})
-
-    async def respond(self, scope: Scope) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        if scope.get("method", "GET") not in ("GET", "HEAD"):
-            return _text(405, "use GET\n", [(b"allow", b"GET, HEAD")])
-        if not self.token:
-            return _text(503, f"metrics are off: set {TOKEN_ENV} to turn them on\n")
-        if not self.authorised(scope):
-            return _text(401, "missing or wrong bearer token\n", [(b"www-authenticate", b"Bearer")])
-        try:
-            body = await asyncio.to_thread(render, self.queue)
-        except TickqError as exc:
-            return _text(503, f"{exc}\n")
-        content_type = _prometheus().CONTENT_TYPE_LATEST.encode()
-        return (
-            200,
-            [(b"content-type", content_type), (b"cache-control", b"no-store")],
-            body.encode(),
-        )
-
-    def authorised(self, scope: Scope) -> bool:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, given = header.decode("latin-1").partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(given.strip().encode(), self.token.encode())
-
-
-def _text(
-    status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), *(extra or [])]
-    return status, headers, message.encode()
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+    endpoint = Endpoint(queue, EndpointOptions(metrics=True, metrics_path=path,
+                                               metrics_token=token))  # fmt: skip
+    endpoint.routes = [r for r in endpoint.routes if r.name == "metrics"]
+    return AsgiApp(endpoint)

@@ -29,6 +29,7 @@ log = logging.getLogger("tickq")
 
 SECRET_ENV = "CRON_SECRET"
 PREVIOUS_SECRET_ENV = "CRON_SECRET_PREVIOUS"
+METRICS_TOKEN_ENV = "TICKQ_METRICS_TOKEN"
 MIN_SECRET_LENGTH = 16
 MAX_AUTH_HEADER = 4096
 MAX_QUERY_FIELDS = 20
@@ -55,6 +56,9 @@ class EndpointSettings(TypedDict, total=False):
     expected_interval: timedelta
     max_wait: timedelta
     heartbeat_url: str | None
+    metrics: bool
+    metrics_path: str
+    metrics_token: str | None
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,9 @@ class EndpointOptions:
     - ``expected_interval``: how often the scheduler calls; health fails after twice that.
     - ``max_wait``: with ``?strict=1``, a due job older than this makes the tick answer 500.
     - ``heartbeat_url``: pinged after each tick (None reads ``$TICKQ_HEARTBEAT_URL``).
+    - ``metrics``: also serve Prometheus metrics at ``metrics_path`` (``GET /metrics``),
+      protected by its own bearer token, ``metrics_token`` or ``$TICKQ_METRICS_TOKEN``
+      (503 while unset). Needs ``pip install 'tickq[metrics]'``.
     """
 
     path: str = "/api/cron/tick"
@@ -84,14 +91,18 @@ class EndpointOptions:
     expected_interval: timedelta = timedelta(minutes=15)
     max_wait: timedelta = timedelta(hours=1)
     heartbeat_url: str | None = None
+    metrics: bool = False
+    metrics_path: str = "/metrics"
+    metrics_token: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("path", "health_path"):
+        for name in ("path", "health_path", "metrics_path"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.startswith("/"):
                 raise ConfigurationError(f"{name} must start with '/', got {value!r}")
-        if self.path == self.health_path:
-            raise ConfigurationError(f"path and health_path must differ, both are {self.path!r}")
+        paths = [self.path, self.health_path] + ([self.metrics_path] if self.metrics else [])
+        if len(set(paths)) < len(paths):
+            raise ConfigurationError(f"the endpoints need different paths, got {paths}")
         if self.max_limit < 1:
             raise ConfigurationError(f"max_limit must be >= 1, got {self.max_limit}")
         if not 0 <= self.limit <= self.max_limit:
@@ -119,6 +130,13 @@ class EndpointOptions:
             if value:
                 found.append((option, value))
         return found
+
+    def metrics_secrets(self) -> list[tuple[str, str]]:
+        """[(where it came from, value)] of the metrics token, if one is set."""
+        if self.metrics_token is not None:
+            return [("metrics_token=", self.metrics_token)] if self.metrics_token else []
+        value = os.environ.get(METRICS_TOKEN_ENV, "").strip()
+        return [(METRICS_TOKEN_ENV, value)] if value else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +170,7 @@ class Response:
     status: int
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
+    content_type: str = "application/json"
 
     @property
     def reason(self) -> str:
@@ -159,7 +178,7 @@ class Response:
 
     def all_headers(self) -> list[tuple[str, str]]:
         return [
-            ("content-type", "application/json"),
+            ("content-type", self.content_type),
             ("cache-control", "no-store"),
             ("content-length", str(len(self.body))),
             *self.headers,
@@ -199,6 +218,10 @@ class Endpoint:
             Route("tick", self.options.path, tick_methods, self.tick, protected=True),
             Route("health", self.options.health_path, ("GET", "HEAD"), self.health),
         ]
+        if self.options.metrics:
+            self.routes.append(
+                Route("metrics", self.options.metrics_path, ("GET", "HEAD"), self.metrics, True)
+            )
 
     # -- dispatch ------------------------------------------------------------------------
     def find(self, path: str) -> Route | None:
@@ -216,7 +239,11 @@ class Endpoint:
                 f"{request.method} is not allowed here; use {allowed}{hint}",
                 [("allow", allowed)],
             )
-        return self.authorize(request) if route.protected else None
+        if not route.protected:
+            return None
+        return (
+            self.authorize_metrics(request) if route.name == "metrics" else self.authorize(request)
+        )
 
     def handle(self, request: Request, route: Route | None = None) -> Response:
         """Check and run ``request`` here (blocking); for WSGI and framework views."""
@@ -241,6 +268,16 @@ class Endpoint:
             )
         if not token_matches(request.authorization, [v for _, v in secrets]):
             return error(401, "wrong bearer token", [("www-authenticate", "Bearer")])
+        return None
+
+    def authorize_metrics(self, request: Request) -> Response | None:
+        secrets = self.options.metrics_secrets()
+        if not secrets:
+            return error(503, f"metrics are off: set {METRICS_TOKEN_ENV} to turn them on")
+        if request.authorization is None or not token_matches(
+            request.authorization, [v for _, v in secrets]
+        ):
+            return error(401, "missing or wrong bearer token", [("www-authenticate", "Bearer")])
         return None
 
     # -- handlers ------------------------------------------------------------------------
@@ -297,6 +334,16 @@ class Endpoint:
             report = {"ok": False, "status": "error", "error": type(exc).__name__}
         response = json_response(200 if report["ok"] else 503, report)
         return Response(response.status, b"") if request.method == "HEAD" else response
+
+    def metrics(self, request: Request) -> Response:
+        from ..errors import TickqError
+        from ..metrics import CONTENT_TYPE, render
+
+        try:
+            body = render(self.queue).encode()
+        except TickqError as exc:
+            return error(503, str(exc))
+        return Response(200, b"" if request.method == "HEAD" else body, content_type=CONTENT_TYPE)
 
 
 def secret_problem(secret: str) -> str | None:
