@@ -355,6 +355,50 @@ def test_the_tick_endpoint_rejects_a_missing_or_wrong_token_and_runs_nothing(
     assert len(app.emails("Welcome")) == 1 and len(app.emails("Reminder: Dentist")) == 1
 
 
+BAD_SIGN_UPS = [
+    ([1, 2], "JSON object"),
+    ({"email": "not-an-address"}, "email"),
+    ({"email": "x" * 300 + "@example.com"}, "email"),
+    ({"email": "ada@example.com", "name": 5}, "name"),
+    ({"email": "ada@example.com", "name": "x" * 201}, "name"),
+    ({"email": "ada@example.com", "tz": "Mars/Olympus"}, "tz"),
+    ({"email": "ada@example.com", "tz": 5}, "tz"),
+]
+BAD_BOOKINGS = [
+    ({"user_id": "1", "starts_at": "2030-01-01T09:00:00Z"}, "user_id"),
+    ({"user_id": True, "starts_at": "2030-01-01T09:00:00Z"}, "user_id"),
+    ({"user_id": 2**70, "starts_at": "2030-01-01T09:00:00Z"}, "user_id"),
+    ({"user_id": 1, "starts_at": "2030-01-01T09:00:00"}, "time zone offset"),
+    ({"user_id": 1, "starts_at": "tomorrow"}, "ISO-8601"),
+    ({"user_id": 1, "starts_at": 12}, "ISO-8601"),
+    ({"user_id": 1, "starts_at": "0001-01-01T00:30:00+01:00"}, "out of range"),
+    ({"user_id": 1, "starts_at": "2030-01-01T09:00:00Z", "title": "t" * 300}, "title"),
+]
+
+
+def test_bad_input_is_refused_with_one_line_naming_the_field(
+    start_app: Callable[..., App],
+) -> None:
+    app = start_app()
+    for body, named in BAD_SIGN_UPS:
+        status, answer = app.post("/signup", body)
+        assert status == 400 and named in answer["error"], (body, status, answer)
+    assert app.count("users") == 0 and app.jobs("send_welcome_email") == []
+
+    ada = app.sign_up("ada@example.com")
+    assert ada == 1
+    for body, named in BAD_BOOKINGS:
+        status, answer = app.post("/bookings", body)
+        assert status == 400 and named in answer["error"], (body, status, answer)
+    status, answer = app.post("/bookings", {"user_id": 99, "starts_at": "2030-01-01T09:00Z"})
+    assert (status, answer) == (404, {"error": "no user with id 99"})
+    assert app.count("bookings") == 0
+
+    status, answer = app.post("/bookings", {"user_id": ada, "title": "Dentist",
+                                            "starts_at": "2030-01-01T09:00:00+01:00"})  # fmt: skip
+    assert (status, answer["starts_at"]) == (201, "2030-01-01T08:00:00+00:00"), answer
+
+
 def test_a_second_app_process_shares_the_clock_database_and_unique_keys(
     start_app: Callable[..., App],
 ) -> None:
@@ -384,25 +428,49 @@ def test_the_workflow_is_what_the_scheduler_command_prints_today() -> None:
     assert workflow.read_text() == result.stdout, f"regenerate it: {command} --out {workflow}"
 
 
-def test_the_serve_command_in_the_example_readme_works(tmp_path: Path) -> None:
-    """Run the README's command as written (from a checkout with a .venv), on a free port."""
+def test_the_commands_in_the_example_readme_work(tmp_path: Path) -> None:
+    """Run the README's two blocks as written (from a checkout with a .venv), on a free
+    port instead of 8000: the server, then the curl calls with the token it printed."""
     readme = (ROOT / "examples" / "bookings" / "README.md").read_text()
-    [command] = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
-    assert "--port 8000" in command and "python -m examples.bookings" in command
+    serve, calls = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+    assert "--port 8000" in serve and ".venv/bin/python -m examples.bookings" in serve
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    script = serve.replace("--port 8000", "--port 0").replace(".venv/bin/", "exec .venv/bin/")
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            ["bash", "-c", "exec " + command.replace("--port 8000", "--port 0").strip()],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env=tickq_env(),
+            ["bash", "-ec", script], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
+            env=tickq_env(),
         )  # fmt: skip
     try:
         base = wait_for_server(process, log)
-        status, body = call(base, "POST", "/signup", {"email": "ada@example.com", "name": "Ada"})
-        assert status == 201, body
-        assert call(base, "GET", "/bookings") == (200, {"bookings": []})
-        assert call(base, "POST", "/api/cron/tick")[0] == 401
+        found = re.search(r"tick token: (\S+)", log.read_text())
+        assert found, log.read_text()
+        port = base.rsplit(":", 1)[1]
+        result = subprocess.run(
+            ["bash", "-ec", calls.replace("localhost:8000", f"127.0.0.1:{port}")],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+            env=tickq_env(CRON_SECRET=found.group(1)),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        signup, booking, tick, outbox = json_values(result.stdout)
+        assert signup == {"id": 1}
+        assert booking["starts_at"] == "2030-01-01T08:00:00+00:00"
+        assert tick["jobs"]["succeeded"] >= 1, tick
+        [email] = outbox["emails"]
+        assert (email["to"], email["subject"]) == ("ada@example.com", "Welcome to Bookings")
         assert (tmp_path / "bookings.db").is_file(), "DATABASE_URL from the command was used"
     finally:
         stop(process)
+
+
+def json_values(text: str) -> list[Any]:
+    """The JSON documents printed one after another (not every answer ends in a newline)."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while at < len(text.rstrip()):
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return values

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from conftest import run_tickq
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+
+from conftest import ROOT, run_tickq, tickq_env
 
 
 def test_demo_runs_the_story_and_exits() -> None:
@@ -13,3 +21,56 @@ def test_demo_runs_the_story_and_exits() -> None:
     assert "Reminder: Dentist" in out and "Reminder: Conference" in out
     assert out.count("Reminder: Conference") == 1, "one reminder however many ticks"
     assert "is now failed after 4 attempts" in out
+    title = "tickq: 1 job of type 'send_welcome_email' failed"
+    assert f"webhook received: {title}" in out, "the alert reached the demo's webhook receiver"
+    assert out.count("webhook received:") == 1, "one alert for the window, not one per attempt"
+    assert "Latest error: ConnectionError: the email provider rejected carol@bounce.example" in out
+
+
+def test_demo_serves_the_app_until_ctrl_c() -> None:
+    """Without --no-serve the app keeps answering (time running again) until SIGINT."""
+    env = tickq_env()
+    env.pop("PYTHONUNBUFFERED", None)  # output to a pipe is block-buffered, as for users
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tickq", "demo", "--port", "0"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT),
+    )  # fmt: skip
+    try:
+        told = read_until(process, "serving until Ctrl-C")
+        base = re.search(r"app:\s+(http://\S+)/bookings", told)
+        token = re.search(r"Bearer (\S+)'", told)
+        assert base and token, told
+        signup = urllib.request.Request(
+            base.group(1) + "/signup", data=json.dumps({"email": "dan@example.com"}).encode(),
+            headers={"Content-Type": "application/json"}, method="POST",
+        )  # fmt: skip
+        with urllib.request.urlopen(signup, timeout=30) as response:
+            assert response.status == 201
+        tick = urllib.request.Request(
+            base.group(1) + "/api/cron/tick", data=b"", method="POST",
+            headers={"Authorization": f"Bearer {token.group(1)}"},
+        )  # fmt: skip
+        with urllib.request.urlopen(tick, timeout=30) as response:
+            assert json.loads(response.read())["jobs"]["succeeded"] == 1
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def read_until(process: subprocess.Popen[str], marker: str, timeout: float = 60) -> str:
+    """The process's output up to the line holding ``marker`` (fails if it never comes)."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    timer = threading.Timer(timeout, process.kill)  # a hang ends the read with EOF
+    timer.start()
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if marker in line:
+                return "".join(lines)
+    finally:
+        timer.cancel()
+    raise AssertionError(f"{marker!r} never came:\n{''.join(lines)}")

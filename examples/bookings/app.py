@@ -10,14 +10,15 @@
   ``Authorization: Bearer $CRON_SECRET`` (see .github/workflows/tick.yml), and each call
   processes a bounded batch and answers with a JSON summary.
 
-Run the whole story with ``tickq demo``; or serve it yourself:
-``DATABASE_URL=sqlite:///bookings.db CRON_SECRET=change-me flask --app examples.bookings.app run``
+Run the whole story with ``tickq demo``; or serve it yourself (it creates its tables):
+``DATABASE_URL=sqlite:///bookings.db CRON_SECRET=... python -m examples.bookings --port 8000``
 """
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from examples.bookings.mail import sender_from_env
@@ -67,18 +68,19 @@ outbox = Table(
     Column("sent_at", DateTime(timezone=True), nullable=False),
 )  # fmt: skip
 
-mail = sender_from_env(engine, outbox)  # the outbox table, or SMTP when SMTP_URL is set
+
+def now() -> datetime:
+    """The queue's clock (so ``tickq demo`` can fast-forward time); always UTC."""
+    return q.clock.now()
+
+
+mail = sender_from_env(engine, outbox, now)  # the outbox table, or SMTP when SMTP_URL is set
 
 
 def migrate() -> None:
     """Create the app's tables and tickq's, in the same database."""
     metadata.create_all(engine)
     q.migrate()
-
-
-def now() -> datetime:
-    """The queue's clock (so ``tickq demo`` can fast-forward time); always UTC."""
-    return q.clock.now()
 
 
 def as_utc(value: datetime) -> datetime:
@@ -144,20 +146,46 @@ def problem(message: str, status: int = 400) -> tuple[dict[str, str], int]:
     return {"error": message}, status
 
 
+class Invalid(ValueError):
+    """Bad input: answered 400 with one line naming the field at fault."""
+
+
+@app.errorhandler(Invalid)
+def invalid(exc: Invalid) -> tuple[dict[str, str], int]:
+    return problem(str(exc))
+
+
+def json_body() -> dict[str, Any]:
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise Invalid('send a JSON object, e.g. {"email": "ada@example.com", "name": "Ada"}')
+    return data
+
+
+def text(data: dict[str, Any], field: str, default: str | None = None, longest: int = 200) -> str:
+    value = data.get(field)
+    if value in (None, "") and default is not None:
+        return default
+    if not isinstance(value, str) or not value.strip() or len(value) > longest:
+        raise Invalid(f"{field} must be text of 1 to {longest} characters, got {value!r:.60}")
+    return value.strip()
+
+
 @app.post("/signup")
 def signup() -> tuple[dict[str, object], int]:
-    data = request.get_json(silent=True) or {}
-    email, name, tz = data.get("email"), data.get("name", ""), data.get("tz", "UTC")
-    if not isinstance(email, str) or "@" not in email:
-        return problem('email is required, e.g. {"email": "ada@example.com"}')
+    data = json_body()
+    email = text(data, "email")
+    if "@" not in email:
+        raise Invalid(f"email must be an address such as ada@example.com, got {email!r}")
+    name, tz = text(data, "name", default=email), text(data, "tz", default="UTC", longest=64)
     try:
         ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        return problem(f"tz must be an IANA time zone such as Europe/Berlin, got {tz!r}")
+    except (ZoneInfoNotFoundError, ValueError):
+        raise Invalid(f"tz must be an IANA time zone such as Europe/Berlin, got {tz!r}") from None
     try:
         with engine.begin() as conn:  # ONE transaction: the user and the welcome email job
             user_id = conn.execute(
-                users.insert().values(email=email, name=name or email, tz=tz)
+                users.insert().values(email=email, name=name, tz=tz)
             ).inserted_primary_key[0]
             send_welcome_email.enqueue(user_id=user_id, conn=conn)
     except IntegrityError:  # duplicate e-mail: the user AND the job are rolled back
@@ -165,28 +193,38 @@ def signup() -> tuple[dict[str, object], int]:
     return {"id": user_id}, 201
 
 
+def start_time(raw: Any) -> datetime:
+    """``starts_at`` as given (ISO-8601 with an offset) converted to UTC, for storing."""
+    example = "e.g. 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z"
+    try:
+        starts_at = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except ValueError:
+        starts_at = None
+    if starts_at is None:
+        raise Invalid(f"starts_at must be an ISO-8601 date and time, {example}; got {raw!r:.60}")
+    if starts_at.tzinfo is None:
+        raise Invalid(f"starts_at needs a time zone offset (it is stored in UTC), {example}; "
+                      f"got {raw!r}")  # fmt: skip
+    try:
+        return starts_at.astimezone(UTC)
+    except OverflowError:
+        raise Invalid(f"starts_at is out of range in UTC, got {raw!r}") from None
+
+
 @app.post("/bookings")
 def create_booking() -> tuple[dict[str, object], int]:
-    data = request.get_json(silent=True) or {}
-    try:
-        starts_at = datetime.fromisoformat(str(data.get("starts_at", "")))
-    except ValueError:
-        return problem("starts_at must be ISO-8601, e.g. 2026-12-01T09:00:00+01:00")
-    if starts_at.tzinfo is None:
-        return problem("starts_at needs a time zone offset (e.g. +01:00 or Z): it is stored in UTC")
+    data = json_body()
+    user_id = data.get("user_id")
+    if type(user_id) is not int or not 0 < user_id < 2**31:  # bool is an int: not an id
+        raise Invalid(f"user_id must be a user's id (a positive integer), got {user_id!r:.60}")
+    title, starts_at = text(data, "title", default="Booking"), start_time(data.get("starts_at"))
     with engine.begin() as conn:
-        if (
-            conn.execute(select(users.c.id).where(users.c.id == data.get("user_id"))).first()
-            is None
-        ):
-            return problem(f"no user with id {data.get('user_id')!r}", 404)
+        if conn.execute(select(users.c.id).where(users.c.id == user_id)).first() is None:
+            return problem(f"no user with id {user_id}", 404)
         booking_id = conn.execute(
-            bookings.insert().values(
-                user_id=data["user_id"], title=str(data.get("title") or "Booking"),
-                starts_at=starts_at.astimezone(UTC),
-            )
-        ).inserted_primary_key[0]  # fmt: skip
-    return {"id": booking_id, "starts_at": starts_at.astimezone(UTC).isoformat()}, 201
+            bookings.insert().values(user_id=user_id, title=title, starts_at=starts_at)
+        ).inserted_primary_key[0]
+    return {"id": booking_id, "starts_at": starts_at.isoformat()}, 201
 
 
 @app.get("/bookings")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import smtplib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Protocol
@@ -23,14 +24,15 @@ class Sender(Protocol):
 
 
 class OutboxSender:
-    """Writes each message to the ``outbox`` table, so a newcomer sees every email."""
+    """Writes each message to the ``outbox`` table, so a newcomer sees every email.
+    ``now`` stamps ``sent_at`` (the app's clock, which the demo fast-forwards)."""
 
-    def __init__(self, engine: Engine, table: Table) -> None:
-        self.engine, self.table = engine, table
+    def __init__(self, engine: Engine, table: Table, now: Callable[[], datetime]) -> None:
+        self.engine, self.table, self.now = engine, table, now
 
     def send(self, to: str, subject: str, body: str, idempotency_key: str) -> None:
         row = {"to_addr": to, "subject": subject, "body": body,
-               "idempotency_key": idempotency_key, "sent_at": datetime.now(UTC)}  # fmt: skip
+               "idempotency_key": idempotency_key, "sent_at": self.now()}  # fmt: skip
         try:
             with self.engine.begin() as conn:
                 conn.execute(self.table.insert().values(**row))
@@ -74,10 +76,12 @@ class FailingFor:
         self.inner.send(to, subject, body, idempotency_key)
 
 
-def sender_from_env(engine: Engine, outbox: Table) -> Sender:
+def sender_from_env(
+    engine: Engine, outbox: Table, now: Callable[[], datetime] = lambda: datetime.now(UTC)
+) -> Sender:
     """``SMTP_URL`` set: real SMTP; otherwise the outbox table. ``EMAIL_FAIL_FOR`` (a
     comma-separated list of domains) makes sending to those domains fail."""
     smtp_url = os.environ.get("SMTP_URL")
-    sender: Sender = SmtpSender(smtp_url) if smtp_url else OutboxSender(engine, outbox)
+    sender: Sender = SmtpSender(smtp_url) if smtp_url else OutboxSender(engine, outbox, now)
     failing = [d.strip() for d in os.environ.get("EMAIL_FAIL_FOR", "").split(",") if d.strip()]
     return FailingFor(sender, failing) if failing else sender

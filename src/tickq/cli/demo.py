@@ -2,7 +2,8 @@
 
 Starts the example app (examples/bookings) on a real socket, signs people up, books
 appointments, calls the tick endpoint the way a scheduler would, fast-forwards time to
-show retries, the final ``failed`` state and the alert, then leaves the app running.
+show retries, the final ``failed`` state and the alert (delivered to a small webhook
+receiver the demo runs), then leaves the app running.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +74,64 @@ class Story:
         return summary  # type: ignore[no-any-return]
 
 
+class AlertInbox:
+    """A webhook receiver on a free local port, standing in for Slack or a pager."""
+
+    def __init__(self) -> None:
+        self.alerts: list[dict[str, Any]] = []
+        self.live = False  # once the story is told, print alerts as they arrive
+        inbox = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    inbox.receive(json.loads(body))
+                    self.send_response(204)
+                except ValueError:
+                    self.send_response(400)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def receive(self, alert: dict[str, Any]) -> None:
+        self.alerts.append(alert)
+        if self.live:
+            say(f"[webhook] alert received: {alert.get('title')}")
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class MovingClock:
+    """Real time again after the story, still as far ahead as the story fast-forwarded."""
+
+    def __init__(self, now: datetime) -> None:
+        self.offset = now - datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+
+class FirstLine(logging.Formatter):
+    """Log lines cut to their first line: the alert's full text is shown from the webhook."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).split("\n", 1)[0]
+
+
 def heading(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
 
 
 def say(text: str) -> None:
-    print(f"   {text}")
+    print(f"   {text}" if text else "")
 
 
 def show_summary(summary: dict[str, Any]) -> None:
@@ -108,8 +162,14 @@ def run_demo(args: argparse.Namespace) -> int:
     os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{folder / 'bookings.db'}"
     os.environ["CRON_SECRET"] = token
     os.environ["EMAIL_FAIL_FOR"] = "bounce.example"
+    for name in ("SMTP_URL", "TICKQ_ALERT_EMAIL_TO", "TICKQ_ALERT_WEBHOOK_FORMAT"):
+        os.environ.pop(name, None)  # the demo sends no real email, and alerts only locally
+    inbox = AlertInbox()
+    os.environ["TICKQ_ALERT_WEBHOOK_URL"] = inbox.url  # read when the app's Queue is made
     sys.path.insert(0, str(root))
-    logging.basicConfig(level=logging.WARNING, format="   [log] %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(FirstLine("   [log] %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
     from examples.bookings import app as bookings
@@ -123,24 +183,29 @@ def run_demo(args: argparse.Namespace) -> int:
     server = make_server("127.0.0.1", _free_port(args.port), bookings.app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     story = Story(f"http://127.0.0.1:{server.port}", token)
-    tell(story, clock, bookings)
+    tell(story, clock, bookings, inbox)
     heading("Try it yourself")
     say(f"app:       {story.base}/bookings   {story.base}/outbox")
     say(f"health:    {story.base}/api/cron/health")
     say(f"tick:      curl -X POST -H 'Authorization: Bearer {token}' {story.base}/api/cron/tick")
+    say(f"alerts:    POSTed to {inbox.url} (a receiver in this demo)")
     say(f"database:  {os.environ['DATABASE_URL']}")
-    if args.no_serve:
-        server.shutdown()
-        return 0
-    say("serving until Ctrl-C")
     try:
-        threading.Event().wait()
+        if not args.no_serve:
+            bookings.q.clock = MovingClock(clock.now())  # time runs again, from the story's
+            inbox.live = True
+            say("serving until Ctrl-C")
+            sys.stdout.flush()  # a pipe (| tee) sees the URLs now, not at exit
+            threading.Event().wait()
     except KeyboardInterrupt:
+        pass
+    finally:
         server.shutdown()
+        inbox.close()
     return 0
 
 
-def tell(story: Story, clock: Any, bookings: Any) -> None:
+def tell(story: Story, clock: Any, bookings: Any, inbox: AlertInbox) -> None:
     emails: list[Any] = []
     heading("1. People sign up: the user row and a send_welcome_email job, one transaction")
     people = [("ada@example.com", "Ada", "Europe/Berlin"), ("bob@example.com", "Bob",
@@ -177,7 +242,7 @@ def tell(story: Story, clock: Any, bookings: Any) -> None:
         say(f"   job {job.id} attempt {job.attempts} failed ({error})")
         say(f"   next try in {int(wait.total_seconds() // 60)} minute(s)")
 
-    heading("4. Fast-forward: retries after 1, 5 and 30 minutes, then failed + alert")
+    heading("4. Fast-forward: retries after 1, 5 and 30 minutes, then failed")
     for minutes in (1, 5, 30):
         clock.advance(minutes=minutes)
         say(f"... {minutes} minute(s) later, the next tick:")
@@ -189,7 +254,18 @@ def tell(story: Story, clock: Any, bookings: Any) -> None:
         say(f"job {job.id} is now {final.status} after {final.attempts} attempts; every "
             f"attempt is kept: {len(bookings.q.attempts(job.id))} errors recorded")  # fmt: skip
 
-    heading("5. Seven hours later the Conference is inside 24 hours; two ticks race")
+    heading("5. The alert: failures of one type are grouped per 10-minute window")
+    clock.advance(minutes=11)
+    say("... 11 minutes later the window has closed; the next tick runs the alert job:")
+    show_summary(story.tick())
+    for alert in inbox.alerts:
+        say(f"webhook received: {alert['title']}")
+        for line in alert["text"].splitlines():
+            say(f"   {line}" if line else "")
+    if not inbox.alerts:
+        say("no alert arrived at the webhook (see the log lines above)")
+
+    heading("6. Seven hours later the Conference is inside 24 hours; two ticks race")
     clock.advance(hours=7)
     results: list[dict[str, Any]] = []
     racers = [threading.Thread(target=lambda: results.append(story.tick())) for _ in range(2)]
