@@ -25,6 +25,24 @@ def test_demo_runs_the_story_and_exits() -> None:
     assert f"webhook received: {title}" in out, "the alert reached the demo's webhook receiver"
     assert out.count("webhook received:") == 1, "one alert for the window, not one per attempt"
     assert "Latest error: ConnectionError: the email provider rejected carol@bounce.example" in out
+    assert_readme_excerpt_in(result.stdout)
+
+
+def assert_readme_excerpt_in(out: str) -> None:
+    """The demo output the README shows (abridged) is what the demo prints, in order;
+    clock times differ from run to run."""
+    readme = (ROOT / "README.md").read_text()
+    excerpt = re.search(r"```text\n(== 1\..*?)```", readme, flags=re.S)
+    assert excerpt, "README shows the demo's output right after the two commands"
+    printed = [mask_times(line) for line in out.splitlines()]
+    at = 0
+    for line in excerpt.group(1).splitlines():
+        assert mask_times(line) in printed[at:], f"the demo no longer prints {line!r}"
+        at = printed.index(mask_times(line), at) + 1
+
+
+def mask_times(line: str) -> str:
+    return re.sub(r"\d\d:\d\d", "HH:MM", line.rstrip())
 
 
 def test_demo_serves_the_app_until_ctrl_c() -> None:
