@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 from conftest import ROOT, run_tickq, tickq_env
 
@@ -69,7 +70,12 @@ def test_demo_serves_the_app_until_ctrl_c() -> None:
             headers={"Authorization": f"Bearer {token.group(1)}"},
         )  # fmt: skip
         with urllib.request.urlopen(tick, timeout=30) as response:
-            assert json.loads(response.read())["jobs"]["succeeded"] == 1
+            assert json.loads(response.read())["jobs"]["failed"] == 0
+        with urllib.request.urlopen(base.group(1) + "/outbox", timeout=30) as response:
+            emails = json.loads(response.read())["emails"]
+        assert emails[-1]["to"] == "dan@example.com", emails
+        sent_at = datetime.fromisoformat(emails[-1]["sent_at"])
+        assert abs(sent_at - datetime.now(UTC)) < timedelta(minutes=5), "wall-clock time again"
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0
     finally:

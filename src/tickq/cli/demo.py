@@ -109,8 +109,12 @@ class AlertInbox:
         self.server.server_close()
 
 
+STORY_SPAN = timedelta(hours=8)
+"""The story fast-forwards less than this, so it starts this far back and ends before now."""
+
+
 class MovingClock:
-    """Real time again after the story, still as far ahead as the story fast-forwarded."""
+    """Time running again after the story, from where the story left it."""
 
     def __init__(self, now: datetime) -> None:
         self.offset = now - datetime.now(UTC)
@@ -177,7 +181,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     from ..testing import FrozenClock
 
-    clock = FrozenClock()
+    clock = FrozenClock(datetime.now(UTC) - STORY_SPAN)
     bookings.q.clock = clock  # the demo fast-forwards time instead of waiting for it
     bookings.migrate()
     server = make_server("127.0.0.1", _free_port(args.port), bookings.app, threaded=True)
@@ -192,7 +196,9 @@ def run_demo(args: argparse.Namespace) -> int:
     say(f"database:  {os.environ['DATABASE_URL']}")
     try:
         if not args.no_serve:
-            bookings.q.clock = MovingClock(clock.now())  # time runs again, from the story's
+            # Real time again (a jump forward, as the story ends before now), so bookings
+            # and retries you try by hand happen when the wall clock says.
+            bookings.q.clock = MovingClock(max(clock.now(), datetime.now(UTC)))
             inbox.live = True
             say("serving until Ctrl-C")
             sys.stdout.flush()  # a pipe (| tee) sees the URLs now, not at exit
