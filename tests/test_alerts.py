@@ -95,7 +95,7 @@ def test_a_job_that_always_raises_fails_after_4_attempts_and_alerts_once(
         assert smtp.envelopes == [("jobs@example.com", ["ops@example.com"])]
         text = mail.get_payload()
         assert "RuntimeError: payment provider down for order 7" in text
-        assert "tickq retry --failed --type charge_card" in text
+        assert "tickq retry APP --failed --type charge_card" in text
 
 
 def test_fifty_failures_in_one_window_make_one_alert_that_says_fifty(

@@ -47,7 +47,7 @@ def failures_alert(
         lead = (f"{_plural(jobs, 'job')} of type {job_type!r} ran out of attempts and failed "
                 f"{when} ({_plural(attempts, 'failed attempt')} of this type in that "
                 "window).")  # fmt: skip
-        todo = f"Retry them all, once fixed: tickq retry --failed --type {job_type}"
+        todo = f"Retry them all, once fixed: tickq retry APP --failed --type {job_type}"
     elif attempts >= threshold:
         kind = "repeated_failures"
         title = f"tickq: {_plural(attempts, 'attempt')} of {job_type!r} failed"
