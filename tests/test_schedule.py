@@ -207,9 +207,8 @@ def test_decorator_registers_a_job_and_refuses_mistakes(tmp_path) -> None:  # ty
     @q.job(max_attempts=2)
     def evening() -> None: ...
 
-    assert q.definition("digest") is not None and q.definition("digest").max_delay == timedelta(
-        hours=1
-    )  # type: ignore[union-attr]
+    assert q.schedules["digest"].max_delay == timedelta(hours=1)
+    assert q.definition("digest").max_delay is None  # type: ignore[union-attr]
     assert q.schedules["digest"].tz == "Europe/Berlin"
     assert q.schedules["digest-evening"].job == "evening"
     assert q.definition("evening").max_attempts == 2  # type: ignore[union-attr]

@@ -17,7 +17,7 @@ from .job import Attempt, Job, NewJob
 from .lease import LeaseKeeper
 from .payload import dump_payload
 from .retry import Backoff, as_backoff
-from .schedule import DEFAULT_MAX_CATCH_UP, ScheduleDefinition
+from .schedule import DEFAULT_MAX_CATCH_UP, DEFAULT_MAX_DELAY, ScheduleDefinition
 from .store import SqlStore, open_store
 
 if TYPE_CHECKING:
@@ -58,6 +58,11 @@ class JobDefinition:
     context_param: str | None
     accepted: frozenset[str] | None = None  # keyword names the function takes; None: **kwargs
     required: frozenset[str] = frozenset()
+
+    @property
+    def effective_max_delay(self) -> timedelta:
+        """How late an enqueued job may start: ``max_delay``, else ``DEFAULT_MAX_DELAY``."""
+        return self.max_delay or DEFAULT_MAX_DELAY
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
         """Raise ``TypeError`` now if the job function could never accept ``payload``."""
@@ -250,6 +255,8 @@ class Queue:
 
         ``max_attempts`` counts every attempt, the first included; after the last one fails
         the job is ``failed`` and failure hooks (alerts) run. ``timeout`` is in seconds.
+        ``max_delay`` is how late an enqueued job may start (default 15 minutes); on a host
+        that sleeps, ``tickq plan`` picks the tick interval from it.
         """
         if max_attempts < 1:
             raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
@@ -662,7 +669,9 @@ class Queue:
                 _callable_without_arguments(fn.definition)
                 job = fn
             else:
-                job = self.job(fn, name=name, max_delay=max_delay)
+                # The schedule's max_delay is about its slots; the job type gets none of
+                # its own, so `tickq plan` doesn't also treat it as enqueued by the app.
+                job = self.job(fn, name=name)
                 try:
                     _callable_without_arguments(job.definition)
                 except ConfigurationError:

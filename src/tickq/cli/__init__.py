@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import TickqError
 
-COMMAND_MODULES = ("core", "tick", "scheduler", "demo", "worker", "inspection")
+COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
@@ -44,6 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "meets your needs: on a sleeping host every call wakes and bills the app",
     )  # fmt: skip
     when.add_argument("--cron", metavar="EXPR", help="a 5-field cron expression, in UTC")
+    when.add_argument(
+        "--plan", metavar="APP",
+        help="call as `tickq plan APP` recommends: the slowest schedule that meets its job "
+        "types' and schedules' max_delay",
+    )  # fmt: skip
     p.add_argument(
         "--url-secret", default="TICKQ_TICK_URL", metavar="NAME",
         help="name of the secret holding the app's base URL (default TICKQ_TICK_URL)",
@@ -100,12 +106,38 @@ def run_scheduler(args: argparse.Namespace) -> int:
 
 
 def timing(args: argparse.Namespace) -> Timing:
-    """When to call. A future ``--plan APP`` passes its interval here: ``Timing.every(n)``."""
+    """When to call: ``--cron``, ``--every`` or what ``tickq plan`` recommends (``--plan``)."""
     from ..schedulers import Timing
 
     if args.cron:
         return Timing.from_cron(args.cron)
+    if args.plan:
+        return planned(args.plan, args.target)
     return Timing.parse_every(args.every or DEFAULT_EVERY)
+
+
+def planned(app: str, target: str) -> Timing:
+    """The plan's calls, if ``target`` can make them; else a one-line refusal saying why."""
+    from ..plan import make_plan, why_not
+    from ..schedulers.github import MIN_GAP
+    from .app import load_app
+
+    plan = make_plan(load_app(app))
+    chosen = plan.timing
+    if target == "github-actions" and chosen.shortest_gap() < MIN_GAP:
+        chosen = plan.grid_timing
+        if chosen.shortest_gap() < MIN_GAP:
+            shortest = MIN_GAP // timedelta(minutes=1)
+            raise ConfigurationError(
+                f"github-actions calls at most every {shortest} minutes, but {app} needs a "
+                f"tick every {plan.grid.interval} minute(s): "
+                f"{'; '.join(why_not(list(plan.needs), shortest))}. Raise that max_delay to "
+                f"{shortest} minutes or more, or use a scheduler that calls every minute "
+                "(cloud-scheduler, kubernetes, systemd, crontab, render)"
+            )
+    print(f"note: planned from {app}: {chosen.describe()} (`tickq plan {app}` says why)",
+          file=sys.stderr)  # fmt: skip
+    return chosen
 
 
 def refuse_secret_values(args: argparse.Namespace) -> None:

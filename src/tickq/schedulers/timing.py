@@ -31,9 +31,11 @@ class Timing:
     minutes: int | None = None
 
     @classmethod
-    def every(cls, minutes: int) -> Timing:
-        """Every ``minutes`` minutes, evenly, off the top of the hour (what ``--plan`` passes)."""
-        return cls(cron=interval_cron(minutes), minutes=minutes)
+    def every(cls, minutes: int, offset: int = OFFSET_MINUTE) -> Timing:
+        """Every ``minutes`` minutes, evenly, ``offset`` minutes after midnight UTC and then
+        each interval (by default minute 7, off the top of the hour; ``tickq plan`` may pick
+        another offset so that ticks land on its schedules' slots)."""
+        return cls(cron=interval_cron(minutes, offset), minutes=minutes)
 
     @classmethod
     def parse_every(cls, text: str) -> Timing:
@@ -82,20 +84,24 @@ class Timing:
         return 0 in parsed(self.cron).minutes
 
 
-def interval_cron(minutes: int) -> str:
-    """The cron expression that fires every ``minutes`` minutes with equal gaps."""
+def interval_cron(minutes: int, offset: int = OFFSET_MINUTE) -> str:
+    """The cron expression that fires every ``minutes`` minutes with equal gaps, the first
+    ``offset`` minutes after midnight UTC (taken modulo the interval)."""
     if minutes == 1:
         return "* * * * *"
     if minutes in EVEN_MINUTES:
-        first = OFFSET_MINUTE % minutes
+        first = offset % minutes
         return ",".join(str(m) for m in range(first, 60, minutes)) + " * * * *"
     if minutes % 60 == 0 and minutes // 60 in EVEN_HOURS:
-        hours = minutes // 60
-        return f"{OFFSET_MINUTE} {'*' if hours == 1 else f'*/{hours}'} * * *"
+        hours, (first_hour, minute) = minutes // 60, divmod(offset % minutes, 60)
+        if hours == 1:
+            return f"{minute} * * * *"
+        return f"{minute} {f'{first_hour}-23' if first_hour else '*'}/{hours} * * *"
     if minutes == DAY:
-        return f"{OFFSET_MINUTE} 0 * * *"
+        hour, minute = divmod(offset % DAY, 60)
+        return f"{minute} {hour} * * *"
     if minutes == WEEK:
-        return f"{OFFSET_MINUTE} 0 * * 1"
+        return f"{offset % 60} 0 * * 1"
     raise ConfigurationError(
         f"every {duration(minutes)} can't be written as a cron schedule with equal gaps: "
         f"use {', '.join(map(str, EVEN_MINUTES))} minutes (e.g. 15m), "
