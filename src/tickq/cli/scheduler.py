@@ -135,8 +135,15 @@ def planned(app: str, target: str) -> Timing:
                 f"{shortest} minutes or more, or use a scheduler that calls every minute "
                 "(cloud-scheduler, kubernetes, systemd, crontab, render)"
             )
-    print(f"note: planned from {app}: {chosen.describe()} (`tickq plan {app}` says why)",
-          file=sys.stderr)  # fmt: skip
+    note = f"note: planned from {app}: {chosen.describe()} (`tickq plan {app}` says why)"
+    if plan.use_lines and plan.lines and chosen == plan.grid_timing:
+        note += (
+            f"; calling only when a schedule is due takes {len(plan.lines.lines)} cron lines "
+            f"({', '.join(plan.lines.lines)}), which {target} can't take in one entry"
+            if len(plan.lines.lines) > 1
+            else f"; its cron line ({plan.lines.lines[0]}) has runs closer than {target} allows"
+        )
+    print(note, file=sys.stderr)
     return chosen
 
 

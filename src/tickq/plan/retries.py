@@ -73,7 +73,7 @@ def lines_retries(
     starts = [m for need in needs for m in start_minutes(need, definition.name, year)]
     worst = [0.0] * len(nominal)
     for start in starts:
-        at = start
+        at = next_call(lines, start)  # the call that runs the slot's first attempt
         for i, delay in enumerate(nominal):
             call = next_call(lines, max(math.ceil(at + delay / 60), at + 1))
             worst[i] = max(worst[i], (call - at) * 60.0)
