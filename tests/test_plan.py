@@ -8,20 +8,22 @@ and none is skipped, and that the next slower grid really does fail.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from itertools import takewhile
 from typing import Any
 
 import pytest
 from cronsim import CronSim
 
-from conftest import run_tickq
+from conftest import ROOT, run_tickq
 from tickq import Queue, retry
 from tickq.errors import ConfigurationError
 from tickq.plan import make_plan
 from tickq.plan.costs import grid_cost
 from tickq.plan.grid import CANDIDATES
+from tickq.plan.needs import cron_need, day_waits, span
 from tickq.schedule import ScheduleDefinition
 from tickq.schedulers import Timing
 from tickq.schedulers.timing import interval_cron
@@ -66,17 +68,12 @@ def test_a_job_waits_at_most_one_interval(max_delay: timedelta | None, interval:
     plan = make_plan(app(jobs={"job": {"max_delay": max_delay}}), year=YEAR)
     assert plan.grid.interval == interval
     if interval < 1440:
+        slower = min(i for i in CANDIDATES if i > interval)
         assert plan.why == (
             f"job 'job' may be enqueued just after a tick and wait "
-            f"{next_slower(interval)} for the next one, more than its max_delay "
-            f"{'15m' if max_delay is None else plan.needs[0].max_delay.seconds // 60}"
-            + ("m" if max_delay is not None else ""),
+            f"{span(timedelta(minutes=slower))} for the next one, more than its max_delay "
+            f"{span(max_delay or timedelta(minutes=15))}",
         )
-
-
-def next_slower(interval: int) -> str:
-    slower = min(i for i in CANDIDATES if i > interval)
-    return f"{slower}m" if slower < 60 else f"{slower // 60}h"
 
 
 def test_slots_on_the_grid_wait_nothing() -> None:
@@ -184,6 +181,32 @@ def test_the_spring_forward_night_is_planned_for() -> None:
     assert plan.grid.interval == 30
     assert "01:00 UTC (03:00 Europe/Berlin) slot would wait 30m" in plan.why[0]
     assert plan.lines is None and "on 2025-03-30, when the clocks change" in str(plan.no_lines)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        {"cron": "30 2 * * *", "tz": "Europe/Berlin"},
+        {"cron": "0 1 * * 1", "tz": "Europe/Berlin", "max_delay": timedelta(days=3)},
+        {"cron": "0 9 * * 1-5", "tz": "America/New_York", "catch_up": "all", "max_catch_up": 2},
+        {"cron": "0 * * * *", "tz": "Australia/Lord_Howe"},
+        {"cron": "0 9 1 * *", "tz": "Europe/Berlin", "max_delay": timedelta(days=40)},
+    ],
+    ids=lambda s: f"{s['cron']} {s['tz']}",
+)
+def test_sampled_days_stand_for_the_whole_year(schedule: dict[str, Any]) -> None:
+    """The days planning walks yield exactly the waits that walking all 365 would."""
+    definition = next(iter(app(schedule).schedules.values()))
+    need = cron_need(definition, YEAR)
+    every_day = [
+        w for k in range(365) for w in day_waits(definition, date(YEAR, 1, 1) + timedelta(k))
+    ]
+    assert need.slots_per_year == len(every_day)
+    assert shapes(need.waits) == shapes(every_day)
+
+
+def shapes(waits: Any) -> set[tuple[str, timedelta]]:
+    return {(f"{w.slot:%H:%M}", w.limit) for w in waits}
 
 
 # ---- replaying plans with the tick's own slot logic ----
@@ -417,11 +440,18 @@ def test_bad_input_is_one_clear_line(args: tuple[str, ...], expected: str) -> No
     assert "Traceback" not in result.stderr
 
 
+def test_readme_shows_a_real_run() -> None:
+    """The README's example output is what `tickq plan` prints for the bookings example."""
+    readme = (ROOT / "README.md").read_text()
+    command = "tickq plan examples.bookings.app:q --awake-seconds 60 --price-per-hour 0.05"
+    shown = readme.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    result = run_tickq(*command.split()[1:])
+    assert result.returncode == 0, result.stderr
+    assert re.sub(r"every day of \d+", "", result.stdout) == re.sub(r"every day of \d+", "", shown)
+
+
 def test_plan_json_is_the_same_plan_as_the_library() -> None:
     from apps.plans import utc
 
     plan = make_plan(utc)
     assert plan_json("apps.plans:utc")["cron_lines"]["lines"] == list(plan.lines.lines)  # type: ignore[union-attr]
-
-
-_: Callable[..., Any] = make_plan  # the public entry point the README shows

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         f"host's idle time before it sleeps again (default {DEFAULT_AWAKE_SECONDS:g})",
     )  # fmt: skip
     p.add_argument(
-        "--price-per-hour", type=positive, metavar="PRICE",
+        "--price-per-hour", type=price, metavar="PRICE",
         help="what an hour awake costs, to show a cost per month (any currency)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -48,6 +48,10 @@ def positive(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
+
+
+def price(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else positive(text)
 
 
 def run_plan(args: argparse.Namespace) -> int:

@@ -40,8 +40,8 @@ class Cost:
             "recommended": self.recommended,
             "wakeups_per_day": self.per_day,
             "wakeups_per_month": self.per_month,
-            "awake_hours_per_month": self.awake_hours,
-            "cost_per_month": self.cost,
+            "awake_hours_per_month": round(self.awake_hours, 6),
+            "cost_per_month": None if self.cost is None else round(self.cost, 6),
         }
 
 

@@ -143,7 +143,7 @@ class CronNeed:
 
     def worst(self, interval: int, phase: int) -> timedelta:
         size = interval * MINUTE_US
-        longest = max((phase * MINUTE_US - r) % size for r in self.limits(interval))
+        longest = max(((phase * MINUTE_US - r) % size for r in self.limits(interval)), default=0)
         return timedelta(microseconds=longest)
 
     def miss(self, interval: int) -> str:
@@ -313,11 +313,12 @@ def day_waits(schedule: ScheduleDefinition, day: date) -> list[Wait]:
     zone, max_delay = schedule.zone, schedule.effective_max_delay
     keep = 1 if schedule.catch_up == "latest" else schedule.max_catch_up
     start, end = midnight(day, zone), midnight(day + timedelta(days=1), zone)
-    slots = schedule.slots_between(start - TICK, end + max_delay, 1_000_000)
+    today = schedule.slots_between(start - TICK, end - TICK, 1_000_000)
+    if not today:
+        return []
+    slots = today + schedule.slots_between(today[-1], end + max_delay, keep)
     waits = []
-    for i, slot in enumerate(slots):
-        if slot >= end:
-            break
+    for i, slot in enumerate(today):
         replaced_by = slots[i + keep] if i + keep < len(slots) else None
         if replaced_by is not None and replaced_by - slot - TICK < max_delay:
             waits.append(Wait(slot, replaced_by - slot - TICK, replaced_by))
