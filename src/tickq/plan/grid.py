@@ -58,9 +58,7 @@ def why(needs: list[Need], grid: Grid | None) -> list[str]:
     if not needs:
         return ["nothing in the app needs the tick: no job types or schedules besides tickq's"]
     if grid is None:
-        return [need.miss(CANDIDATES[-1]) for need in needs if not need.allowed(1, {0})] or [
-            f"{names(needs)} need ticks at different minutes; no one-minute grid meets them all"
-        ]
+        return why_not(needs, CANDIDATES[-1])
     slower = [i for i in CANDIDATES if i > grid.interval]
     if not slower:
         return ["every need is met with one tick a day, the slowest grid tickq plans"]

@@ -148,12 +148,12 @@ class CronNeed:
 
     def miss(self, interval: int) -> str:
         size, tightest = interval * MINUTE_US, self.limits(interval)
+        limits = [(r, us(w.limit)) for r, w in tightest.items()]
 
         def over(phase: int) -> tuple[int, int]:
             """How far past its limit the worst slot is with this phase, and its residue."""
-            return max(((phase * MINUTE_US - r) % size - us(w.limit), r) for r, w in limits)
+            return max(((phase * MINUTE_US - r) % size - limit, r) for r, limit in limits)
 
-        limits = tightest.items()
         best = min(range(interval), key=over)
         r = over(best)[1]
         wait, delay = tightest[r], timedelta(microseconds=(best * MINUTE_US - r) % size)
