@@ -3,30 +3,58 @@
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from .job import Job
+from .job import Frozen, Job
 
-_current: ContextVar[JobContext | None] = ContextVar("tickq_current_job", default=None)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# The running job, or its context once asked for: a JobContext is only built for jobs that
+# take one or call current_job() (most don't, and it costs microseconds per job).
+_current: ContextVar[Job | JobContext | None] = ContextVar("tickq_current_job", default=None)
 
 
-@dataclass(frozen=True, slots=True)
-class JobContext:
+class JobContext(Frozen):
     """The running attempt. Declare a parameter annotated ``JobContext`` to receive it."""
 
-    id: int
-    type: str
-    queue: str
-    attempt: int
-    max_attempts: int
-    idempotency_key: str
-    """Stable across every retry of this job: pass it to an email or payment API."""
-    created_at: datetime
-    payload: dict[str, Any] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    """Extra facts set by tickq, e.g. ``slot`` and ``missed`` for scheduled jobs."""
+    __slots__ = ()
+    _fields = ("id", "type", "queue", "attempt", "max_attempts", "idempotency_key",
+               "created_at", "payload", "meta")  # fmt: skip
+    _docs = {
+        "idempotency_key": "Stable across every retry of this job: pass it to an email or "
+        "payment API.",
+        "meta": "Extra facts set by tickq, e.g. ``slot`` and ``missed`` for scheduled jobs.",
+    }
+
+    if TYPE_CHECKING:
+        id: int
+        type: str
+        queue: str
+        attempt: int
+        max_attempts: int
+        idempotency_key: str
+        created_at: datetime
+        payload: dict[str, Any]
+        meta: dict[str, Any]
+
+    def __new__(
+        cls,
+        id: int,
+        type: str,
+        queue: str,
+        attempt: int,
+        max_attempts: int,
+        idempotency_key: str,
+        created_at: datetime,
+        payload: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> JobContext:
+        return tuple.__new__(cls, (
+            id, type, queue, attempt, max_attempts, idempotency_key, created_at,
+            {} if payload is None else payload, {} if meta is None else meta,
+        ))  # fmt: skip
 
     @property
     def is_last_attempt(self) -> bool:
@@ -35,15 +63,18 @@ class JobContext:
     @classmethod
     def of(cls, job: Job) -> JobContext:
         return cls(
-            id=job.id, type=job.type, queue=job.queue, attempt=job.attempts,
-            max_attempts=job.max_attempts, idempotency_key=job.idempotency_key,
-            created_at=job.created_at, payload=job.payload, meta=job.meta,
+            job.id, job.type, job.queue, job.attempts, job.max_attempts, job.idempotency_key,
+            job.created_at, job.payload, job.meta,
         )  # fmt: skip
 
 
 def current_job() -> JobContext:
     """The job this code runs inside; raises ``LookupError`` outside a job."""
-    ctx = _current.get()
-    if ctx is None:
+    running = _current.get()
+    if running is None:
         raise LookupError("current_job() was called outside a running tickq job")
+    if isinstance(running, JobContext):
+        return running
+    ctx = JobContext.of(running)
+    _current.set(ctx)  # the same object on every call within this job
     return ctx

@@ -108,11 +108,14 @@ def record_and_claim(
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs in the same round trip."""
     lost = keeper.lost()
+    applied, stale = outcomes, []
+    if lost or any(o.kind == "lost" for o in outcomes):  # "lost": never started (pool)
+        stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "lost"]
+        applied = [o for o in outcomes if o.job.id not in lost and o.kind != "lost"]
     recorded, jobs = queue.store.record_and_claim(
-        queue.owner, [o for o in outcomes if o.job.id not in lost], limit,
-        queue.lease_seconds, queues,
-    )  # fmt: skip
-    recorded.stale.extend(o.job for o in outcomes if o.job.id in lost)
+        queue.owner, applied, limit, queue.lease_seconds, queues
+    )
+    recorded.stale.extend(stale)
     report["claimed"] += len(jobs)
     tally(queue, outcomes, recorded, report)
     return recorded, jobs
@@ -149,9 +152,12 @@ def tally(
         queue.notify_retried(job)
 
 
+WORDS = {"complete": "succeeded", "retry_later": "retried", "fail": "failed",
+         "cancel_running": "cancelled", "lost": "stale"}  # fmt: skip
+
+
 def log_outcome(o: Outcome, override: str | None = None) -> None:
-    word = override or {"complete": "succeeded", "retry_later": "retried", "fail": "failed",
-                        "cancel_running": "cancelled"}[o.kind]  # fmt: skip
+    word = override or WORDS[o.kind]
     level = logging.INFO if word == "succeeded" else logging.WARNING
     if log.isEnabledFor(level):
         first_line = (o.error or "").split("\n", 1)[0]

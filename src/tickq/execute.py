@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
 
 from .context import JobContext, _current
 from .errors import Cancel, JobTimeout, Retry
@@ -12,7 +10,11 @@ from .job import Job
 from .retry import steps
 from .store import Outcome
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from .queue import JobDefinition
 
 MAX_ERROR_CHARS = 8000
@@ -24,29 +26,27 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
     started = perf_counter()
     if definition is None:
         return _unknown_type(job, known())
-    ctx = JobContext.of(job)
-    token = _current.set(ctx)
+    token = _current.set(job)
     try:
-        invoke(definition, job.payload, ctx)
+        invoke(definition, job)
     except Exception as exc:
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
-    return Outcome(job, "complete", duration=perf_counter() - started)
+    return Outcome(job, "complete", None, 0.0, perf_counter() - started)
 
 
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
     """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
     started = perf_counter()
-    ctx = JobContext.of(job)
-    token = _current.set(ctx)
+    token = _current.set(job)
     try:
-        await _within(definition.fn(**job_kwargs(definition, job.payload, ctx)), definition.timeout)
+        await _within(definition.fn(**job_kwargs(definition, job)), definition.timeout)
     except Exception as exc:
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
-    return Outcome(job, "complete", duration=perf_counter() - started)
+    return Outcome(job, "complete", None, 0.0, perf_counter() - started)
 
 
 def settle(job: Job, definition: JobDefinition, exc: BaseException, started: float) -> Outcome:
@@ -76,18 +76,19 @@ def _unknown_type(job: Job, known: list[str]) -> Outcome:
     return _retry_or_fail(job, error, UNKNOWN_TYPE_BACKOFF(job.attempts), perf_counter())
 
 
-def job_kwargs(
-    definition: JobDefinition, payload: dict[str, Any], ctx: JobContext
-) -> dict[str, Any]:
-    kwargs = dict(payload)
-    if definition.context_param:
-        kwargs[definition.context_param] = ctx
-    return kwargs
+def job_kwargs(definition: JobDefinition, job: Job) -> dict[str, Any]:
+    """The payload as keyword arguments, plus the ``JobContext`` when the function takes one
+    (built then, and made what ``current_job()`` returns)."""
+    if not definition.context_param:
+        return job.payload
+    ctx = JobContext.of(job)
+    _current.set(ctx)
+    return {**job.payload, definition.context_param: ctx}
 
 
-def invoke(definition: JobDefinition, payload: dict[str, Any], ctx: JobContext) -> Any:
+def invoke(definition: JobDefinition, job: Job) -> Any:
     """Call the job function with the payload as keyword arguments, within its timeout."""
-    kwargs = job_kwargs(definition, payload, ctx)
+    kwargs = job_kwargs(definition, job)
     if definition.is_async:
         return run_coroutine(definition.fn, kwargs, definition.timeout)
     if definition.timeout is None:

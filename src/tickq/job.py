@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from operator import itemgetter
+
+TYPE_CHECKING = False  # typing costs a waking host milliseconds of import; checkers see True
+if TYPE_CHECKING:
+    from typing import Any, Self
+
+
+class Frozen(tuple):  # type: ignore[type-arg]
+    """A read-only record stored as a tuple, its fields readable by name.
+
+    The store builds one ``Job`` per claimed row, so it has to cost no more than a tuple
+    (a frozen dataclass cost 2 µs per job, and importing ``dataclasses`` cost every waking
+    host several milliseconds). Subclasses list ``_fields`` and define ``__new__``.
+    """
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+    _docs: dict[str, str] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for i, name in enumerate(cls.__dict__.get("_fields", ())):
+            setattr(cls, name, property(itemgetter(i), doc=cls._docs.get(name)))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self, strict=True))
+        return f"{type(self).__name__}({shown})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self)
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with some fields changed (what ``dataclasses.replace`` did)."""
+        values = dict(zip(self._fields, self, strict=True))
+        values.update(changes)
+        return type(self)(**values)
 
 
 class JobState(StrEnum):
@@ -54,28 +88,66 @@ def allowed(src: JobState, dst: JobState) -> bool:
     return any(pair == (src, dst) for pair in TRANSITIONS.values())
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One row of ``tickq_jobs``. Every datetime is aware UTC."""
+JOB_FIELDS = (
+    "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
+    "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",
+    "finished_at", "lease_owner", "lease_expires_at", "meta",
+)  # fmt: skip
+"""The columns of ``tickq_jobs`` a ``Job`` carries, in its order."""
 
-    id: int
-    type: str
-    queue: str
-    payload: dict[str, Any]
-    status: JobState
-    priority: int
-    attempts: int
-    max_attempts: int
-    run_after: datetime
-    last_error: str | None
-    unique_key: str | None
-    created_at: datetime
-    updated_at: datetime
-    attempted_at: datetime | None = None
-    finished_at: datetime | None = None
-    lease_owner: str | None = None
-    lease_expires_at: datetime | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+
+class Job(Frozen):
+    """One row of ``tickq_jobs`` (read-only). Every datetime is aware UTC."""
+
+    __slots__ = ()
+    _fields = JOB_FIELDS
+
+    if TYPE_CHECKING:
+        id: int
+        type: str
+        queue: str
+        payload: dict[str, Any]
+        status: JobState
+        priority: int
+        attempts: int
+        max_attempts: int
+        run_after: datetime
+        last_error: str | None
+        unique_key: str | None
+        created_at: datetime
+        updated_at: datetime
+        attempted_at: datetime | None
+        finished_at: datetime | None
+        lease_owner: str | None
+        lease_expires_at: datetime | None
+        meta: dict[str, Any]
+
+    def __new__(
+        cls,
+        id: int,
+        type: str,
+        queue: str,
+        payload: dict[str, Any],
+        status: JobState,
+        priority: int,
+        attempts: int,
+        max_attempts: int,
+        run_after: datetime,
+        last_error: str | None,
+        unique_key: str | None,
+        created_at: datetime,
+        updated_at: datetime,
+        attempted_at: datetime | None = None,
+        finished_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_expires_at: datetime | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Job:
+        return tuple.__new__(cls, (
+            id, type, queue, payload, status, priority, attempts, max_attempts, run_after,
+            last_error, unique_key, created_at, updated_at, attempted_at, finished_at,
+            lease_owner, lease_expires_at, {} if meta is None else meta,
+        ))  # fmt: skip
 
     @property
     def idempotency_key(self) -> str:
@@ -85,16 +157,14 @@ class Job:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as ISO-8601 UTC strings)."""
         out: dict[str, Any] = {}
-        for name in self.__slots__:  # type: ignore[attr-defined]
-            value = getattr(self, name)
+        for name, value in zip(JOB_FIELDS, self, strict=True):
             out[name] = value.isoformat() if isinstance(value, datetime) else value
         out["status"] = str(self.status)
         out["idempotency_key"] = self.idempotency_key
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(Frozen):
     """One attempt of a job: its start, end, outcome and error.
 
     Failed and interrupted attempts are rows of ``tickq_attempts`` (``outcome`` is
@@ -104,14 +174,33 @@ class Attempt:
     attempt was claimed; jobs claimed in one batch run one after another.
     """
 
-    job_id: int
-    attempt: int
-    started_at: datetime | None
-    finished_at: datetime | None
-    outcome: str
-    error: str | None
-    seconds: float | None = None
-    """How long the job function ran, as the worker measured it (None when unknown)."""
+    __slots__ = ()
+    _fields = ("job_id", "attempt", "started_at", "finished_at", "outcome", "error", "seconds")
+    _docs = {"seconds": "How long the job function ran, as the worker measured it (None when "
+             "unknown)."}  # fmt: skip
+
+    if TYPE_CHECKING:
+        job_id: int
+        attempt: int
+        started_at: datetime | None
+        finished_at: datetime | None
+        outcome: str
+        error: str | None
+        seconds: float | None
+
+    def __new__(
+        cls,
+        job_id: int,
+        attempt: int,
+        started_at: datetime | None,
+        finished_at: datetime | None,
+        outcome: str,
+        error: str | None,
+        seconds: float | None = None,
+    ) -> Attempt:
+        return tuple.__new__(
+            cls, (job_id, attempt, started_at, finished_at, outcome, error, seconds)
+        )
 
     @property
     def duration(self) -> float | None:
@@ -164,16 +253,35 @@ def split_error(error: str | None) -> tuple[str | None, str | None, str | None]:
     return kind, message, trace
 
 
-@dataclass(frozen=True, slots=True)
-class NewJob:
+class NewJob(Frozen):
     """What enqueue hands the store: a row before it has an id."""
 
-    type: str
-    payload_json: str
-    queue: str
-    priority: int
-    max_attempts: int
-    run_after: datetime | None
-    unique_key: str | None
-    unique_scope: str | None
-    meta_json: str | None = None
+    __slots__ = ()
+    _fields = ("type", "payload_json", "queue", "priority", "max_attempts", "run_after",
+               "unique_key", "unique_scope", "meta_json")  # fmt: skip
+
+    if TYPE_CHECKING:
+        type: str
+        payload_json: str
+        queue: str
+        priority: int
+        max_attempts: int
+        run_after: datetime | None
+        unique_key: str | None
+        unique_scope: str | None
+        meta_json: str | None
+
+    def __new__(
+        cls,
+        type: str,
+        payload_json: str,
+        queue: str,
+        priority: int,
+        max_attempts: int,
+        run_after: datetime | None,
+        unique_key: str | None,
+        unique_scope: str | None,
+        meta_json: str | None = None,
+    ) -> NewJob:
+        return tuple.__new__(cls, (type, payload_json, queue, priority, max_attempts, run_after,
+                                   unique_key, unique_scope, meta_json))  # fmt: skip

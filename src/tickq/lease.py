@@ -62,6 +62,10 @@ class LeaseKeeper:
         with self._lock:
             return set(self._lost)
 
+    def is_lost(self, job: Job) -> bool:
+        """True once ``job``'s lease is known to be gone (cheap: no lock, no copy)."""
+        return job.id in self._lost
+
     def stop(self) -> None:
         self._stopped = True
         self._wake.set()

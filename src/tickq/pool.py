@@ -1,27 +1,33 @@
 """Where a worker's jobs run: sync functions on threads, ``async def`` ones on one loop.
 
-Both kinds share the worker's concurrency; each finished job is handed to ``done`` (from
-the thread or loop that ran it) as an ``Outcome`` for the worker to record.
+Both kinds share the worker's concurrency: at most ``size`` jobs run at once, and jobs
+handed over beyond that wait in line. Whoever frees a slot starts the next job in line (a
+thread that finished a sync job runs the next sync job itself), so a run of short jobs
+needs the worker's own loop only to record them. Each finished job is handed to ``done``
+(from the thread or loop that ran it) as an ``Outcome`` for the worker to record.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import Callable
+from collections import deque
 from queue import SimpleQueue
-from time import perf_counter
-from typing import TYPE_CHECKING
+from time import monotonic, perf_counter
 
 from .execute import execute, execute_async, settle
-from .job import Job
 from .store import Outcome
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable, Iterable
+    from concurrent.futures import Future
+
+    from .job import Job
     from .queue import JobDefinition, Queue
 
-Done = Callable[[Outcome], None]
-Cancel = Callable[[], object]
+    Done = Callable[[Outcome], None]
+    Skip = Callable[[Job], bool]
 CLOSE_TIMEOUT = 2.0
 
 
@@ -30,38 +36,125 @@ class JobPool:
 
     Threads are daemons on purpose: a sync job still running when the worker gives up on
     it (timeout, or shutdown after the grace period) must not keep the process alive.
+    ``skip(job)`` is asked just before a job that waited in line starts: True (its lease
+    was lost meanwhile) and it is handed back as ``Outcome(job, "lost")`` without running.
     """
 
-    def __init__(self, size: int, queue: Queue, done: Done) -> None:
+    def __init__(self, size: int, queue: Queue, done: Done, skip: Skip | None = None) -> None:
         self.size, self.queue, self.done = size, queue, done
+        self.skip = skip or (lambda job: False)
+        self._lock = threading.Lock()
+        self._line: deque[Job] = deque()  # handed over, waiting for a free slot
+        self._free = size
+        self._sync = 0  # sync jobs started and not finished (running, or in the inbox)
         self._inbox: SimpleQueue[Job | None] = SimpleQueue()
-        self._idle = threading.Semaphore(0)
         self._threads: list[threading.Thread] = []
+        self._async: dict[int, Future[None]] = {}  # id(job) -> its task, while it runs
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        self.last_progress = monotonic()
+        """When a job last finished (or the line was last empty): the worker gives waiting
+        jobs back when the slots stay busy for too long."""
 
-    def submit(self, job: Job) -> Cancel | None:
-        """Start ``job``; for an async job, return a function that cancels it."""
-        definition = self.queue.definition(job.type)
-        if definition is not None and definition.is_async:
-            future = asyncio.run_coroutine_threadsafe(self._run_async(job, definition), self.loop)
-            return future.cancel
-        self._inbox.put(job)
-        if not self._idle.acquire(blocking=False) and len(self._threads) < self.size:
-            self._spawn()
-        return None
+    def submit(self, jobs: Iterable[Job]) -> None:
+        """Run ``jobs`` in order, as slots free up."""
+        with self._lock:
+            if not self._line:
+                self.last_progress = monotonic()
+            self._line.extend(jobs)
+        self._start_next()
+
+    def waiting(self) -> int:
+        """How many jobs wait in line for a slot."""
+        return len(self._line)
+
+    def withdraw(self) -> list[Job]:
+        """Take back every job still waiting in line (they will not run)."""
+        with self._lock:
+            jobs = list(self._line)
+            self._line.clear()
+        return jobs
+
+    def cancel(self, job: Job) -> bool:
+        """Stop ``job``: out of the line if it waits (then handed back as "lost"), cancelled
+        if it runs on the loop. A running sync job can't be stopped: False."""
+        with self._lock:
+            waited = job in self._line
+            if waited:
+                self._line.remove(job)
+            future = self._async.get(id(job))
+        if waited:
+            self.done(Outcome(job, "lost"))
+            return True
+        return future.cancel() if future is not None else False
 
     def close(self) -> None:
         """Let idle threads end; cancel what still runs on the loop, then close it. Sync
         jobs still running are abandoned (their threads end with the process)."""
+        self.withdraw()
         for _ in self._threads:
             self._inbox.put(None)
         if self._loop is None or self._loop_thread is None:
             return
+        import asyncio
+
         asyncio.run_coroutine_threadsafe(_cancel_all_and_stop(), self._loop)
         self._loop_thread.join(CLOSE_TIMEOUT)
         if not self._loop.is_running():
             self._loop.close()
+
+    # -- taking jobs from the line --------------------------------------------------------
+    def _start_next(self) -> None:
+        """Start waiting jobs while slots are free."""
+        while True:
+            with self._lock:
+                if not (self._free and self._line):
+                    return
+                self._free -= 1
+                job = self._line.popleft()
+            self._start(job)
+
+    def _start(self, job: Job) -> None:
+        """Start ``job`` in a slot already taken for it."""
+        if self.skip(job):
+            self._finished(Outcome(job, "lost"), sync=False)
+            return
+        definition = self.queue.definition(job.type)
+        if definition is not None and definition.is_async:
+            self._start_async(job, definition)
+            return
+        with self._lock:
+            self._sync += 1
+            spawn = len(self._threads) < self._sync
+        if spawn:
+            self._spawn()
+        self._inbox.put(job)
+
+    def _finished(self, outcome: Outcome, sync: bool) -> Job | None:
+        """Free the slot of a finished job; a thread that ran a sync job gets the next job
+        in line back when it is a sync job too, to run it itself."""
+        self.done(outcome)
+        with self._lock:
+            self.last_progress = monotonic()
+            if sync:
+                self._sync -= 1
+            if not self._line:
+                self._free += 1
+                return None
+            job = self._line.popleft()
+            if not sync or self.skip(job) or self._is_async(job):
+                self._free += 1
+                self._line.appendleft(job)
+                job = None
+            else:
+                self._sync += 1
+        if job is None:
+            self._start_next()
+        return job
+
+    def _is_async(self, job: Job) -> bool:
+        definition = self.queue.definition(job.type)
+        return definition is not None and definition.is_async
 
     # -- sync jobs ----------------------------------------------------------------------
     def _spawn(self) -> None:
@@ -71,9 +164,9 @@ class JobPool:
         thread.start()
 
     def _work(self) -> None:
-        while (job := self._inbox.get()) is not None:
-            self.done(self._run_sync(job))
-            self._idle.release()
+        job = self._inbox.get()
+        while job is not None:
+            job = self._finished(self._run_sync(job), sync=True) or self._inbox.get()
 
     def _run_sync(self, job: Job) -> Outcome:
         started = perf_counter()
@@ -87,6 +180,8 @@ class JobPool:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
+            import asyncio
+
             self._loop = asyncio.new_event_loop()
             self._loop_thread = threading.Thread(
                 target=self._loop.run_forever, name="tickq-async", daemon=True
@@ -94,16 +189,28 @@ class JobPool:
             self._loop_thread.start()
         return self._loop
 
+    def _start_async(self, job: Job, definition: JobDefinition) -> None:
+        import asyncio
+
+        with self._lock:  # registered before it can finish, so _run_async can remove it
+            self._async[id(job)] = asyncio.run_coroutine_threadsafe(
+                self._run_async(job, definition), self.loop
+            )
+
     async def _run_async(self, job: Job, definition: JobDefinition) -> None:
         started = perf_counter()
         try:
             outcome = await execute_async(job, definition)
         except BaseException as exc:  # cancelled (lease lost, shutdown) or SystemExit & co.
             outcome = settle(job, definition, exc, started)
-        self.done(outcome)
+        with self._lock:
+            self._async.pop(id(job), None)
+        self._finished(outcome, sync=False)
 
 
 async def _cancel_all_and_stop() -> None:
+    import asyncio
+
     tasks = asyncio.all_tasks() - {asyncio.current_task()}
     for task in tasks:
         task.cancel()

@@ -19,20 +19,18 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from queue import Empty, SimpleQueue
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
-from .job import Job
 from .lease import LeaseKeeper
-from .pool import Cancel, JobPool
-from .store import Outcome
+from .pool import JobPool
 
 if TYPE_CHECKING:
+    from .job import Job
     from .queue import Queue
+    from .store import Outcome
 
 log = logging.getLogger("tickq")
 
@@ -46,12 +44,13 @@ LOOK_AGAIN = 0.05
 EXTERNAL_STOP_CHECK = 0.5
 BATCH_WAIT = 0.005
 """How long a finished job may wait for others to finish, so they share one round trip."""
-
-
-@dataclass(slots=True)
-class Running:
-    job: Job
-    cancel: Cancel | None  # async jobs only
+PREFETCH_WINDOW = 0.02
+"""Claim ahead as many jobs as the slots get through in this many seconds at the recent
+pace, so short jobs don't each wait for a round trip; jobs slower than this get none (they
+would only wait in line while another worker sits idle)."""
+MAX_PREFETCH = 100
+STALL = 1.0
+"""Jobs claimed ahead are given back when no slot has freed up for this many seconds."""
 
 
 class Worker:
@@ -82,17 +81,21 @@ class Worker:
         self._wake = threading.Event()  # something happened: look again
         self._due = threading.Event()  # jobs may be due: claim when a slot is free
         self._due.set()
-        self._finished: SimpleQueue[Outcome] = SimpleQueue()
-        self._running: dict[tuple[int, int], Running] = {}
+        self._finish_lock = threading.Lock()
+        self._finished: list[Outcome] = []  # handed over by the pool, not yet collected
+        self._wake_after = 1  # finished jobs that make a batch worth recording at once
+        self._running: dict[int, Job] = {}  # id(job) -> job handed to the pool (may wait)
         self._unrecorded: list[Outcome] = []
         self._unrecorded_since = 0.0
+        self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
+        self._pace: float | None = None  # recent seconds per job (moving average)
         self._next_poll = self._next_rescue = self._next_slot = 0.0
         self._started = False
         self._trouble = Trouble("database")
         self._listen_trouble = Trouble("LISTEN connection")
         self._listener_stop = threading.Event()
         self.keeper = LeaseKeeper(self.store, queue.owner, queue.lease_seconds, self._lease_lost)
-        self.pool = JobPool(self.concurrency, queue, self._job_finished)
+        self.pool = JobPool(self.concurrency, queue, self._job_finished, self.keeper.is_lost)
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -132,6 +135,7 @@ class Worker:
     def _step(self) -> None:
         self._collect()
         self._abandon_lost()
+        self._unstall()
         if self.queue.schedules and monotonic() >= self._next_slot:
             self._enqueue_schedules()
         if monotonic() >= self._next_rescue:
@@ -147,20 +151,36 @@ class Worker:
 
     # -- the steps ----------------------------------------------------------------------
     def _collect(self) -> None:
-        while True:
-            try:
-                outcome = self._finished.get_nowait()
-            except Empty:
-                return
-            if self._running.pop((outcome.job.id, outcome.job.attempts), None) is not None:
-                if not self._unrecorded:
-                    self._unrecorded_since = monotonic()
+        with self._finish_lock:
+            finished, self._finished = self._finished, []
+        if not finished:
+            return
+        if not self._unrecorded:
+            self._unrecorded_since = monotonic()
+        for outcome in finished:
+            if self._running.pop(id(outcome.job), None) is not None:
                 self._unrecorded.append(outcome)
+        self._learn_pace(finished)
+
+    def _learn_pace(self, finished: list[Outcome]) -> None:
+        ran = [o.duration for o in finished if o.kind != "lost"]
+        if ran:
+            mean = sum(ran) / len(ran)
+            self._pace = mean if self._pace is None else 0.7 * self._pace + 0.3 * mean
+
+    def _target(self) -> int:
+        """Jobs to have in hand: one per slot, plus those worth claiming ahead."""
+        if self._pace is None:
+            return self.concurrency
+        ahead = PREFETCH_WINDOW * self.concurrency / max(self._pace, 1e-6)
+        return self.concurrency + int(min(MAX_PREFETCH, ahead))
 
     def _exchange(self) -> None:
-        """Record finished jobs and claim one per free slot, in one round trip."""
-        limit = self._claimable()
-        if not (limit or self._unrecorded) or not self._batch_ready():
+        """Record finished jobs and claim up to the target, in one round trip."""
+        target = self._target()
+        limit = self._claimable(target)
+        if not (limit or self._unrecorded) or not self._batch_ready(target):
+            self._wake_after = max(1, len(self._running) - target // 2)
             return
         outcomes, self._unrecorded = self._unrecorded, []
         if limit:
@@ -179,25 +199,27 @@ class Worker:
         self._retry_soon(outcomes)
         self.keeper.hold(jobs)
         for job in jobs:
-            self._running[(job.id, job.attempts)] = Running(job, self.pool.submit(job))
+            self._running[id(job)] = job
+        self.pool.submit(jobs)
+        self._wake_after = max(1, len(self._running) - target // 2)
         if len(jobs) == limit and limit:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
             self._next_poll = looked + self._until_due()
 
-    def _batch_ready(self) -> bool:
+    def _batch_ready(self, target: int) -> bool:
         """Jobs started together tend to finish together: wait (briefly) until half the
-        slots are free, so their outcomes and the next claim share one round trip."""
+        target is free, so their outcomes and the next claim share one round trip."""
         if not self._unrecorded or not self._running or self._stop.is_set():
             return True
-        free = self.concurrency - len(self._running)
-        return free * 2 >= self.concurrency or self._batch_deadline() <= monotonic()
+        free = target - len(self._running)
+        return free * 2 >= target or self._batch_deadline() <= monotonic()
 
     def _batch_deadline(self) -> float:
         return self._unrecorded_since + BATCH_WAIT
 
-    def _claimable(self) -> int:
-        free = self.concurrency - len(self._running)
+    def _claimable(self, target: int) -> int:
+        free = target - len(self._running)
         if free <= 0 or self._stop.is_set():
             return 0
         if not self._due.is_set() and monotonic() < self._next_poll:
@@ -210,13 +232,32 @@ class Worker:
             self._next_poll = min(self._next_poll, monotonic() + min(delays))
 
     def _abandon_lost(self) -> None:
-        """Cancel async jobs whose lease is gone (another worker may run them now); a sync
-        job can't be stopped, so its thread finishes and its outcome is ignored."""
+        """Cancel async jobs whose lease is gone (another worker may run them now) and drop
+        such jobs still waiting in line; a sync job can't be stopped, so its thread
+        finishes and its outcome is ignored."""
         lost = self.keeper.lost()
-        for (job_id, _), running in self._running.items():
-            if job_id in lost and running.cancel is not None:
-                running.cancel()
-                running.cancel = None
+        if lost:
+            for job in [j for j in self._running.values() if j.id in lost]:
+                self.pool.cancel(job)
+
+    def _unstall(self) -> None:
+        """Every slot has been busy for a while: give back the jobs claimed ahead (other
+        workers may be idle), and claim none ahead until the pace is measured again."""
+        if self.pool.waiting() and monotonic() - self.pool.last_progress > STALL:
+            self._pace = None
+            self._release_waiting()
+        elif self._unreleased:
+            self._release_waiting()
+
+    def _release_waiting(self) -> None:
+        """Put the jobs waiting in line back to pending (they never started)."""
+        for job in self.pool.withdraw():
+            self._running.pop(id(job), None)
+            self._unreleased.append(job)
+        if self._unreleased:
+            release(self.queue, self._unreleased, self.report)
+            self.keeper.drop(self._unreleased)
+            self._unreleased = []
 
     def _enqueue_schedules(self) -> None:
         """Enqueue the schedule slots that came due, then sleep until the next one. Every
@@ -249,7 +290,7 @@ class Worker:
         deadlines = [self._next_rescue]
         if self.queue.schedules:
             deadlines.append(self._next_slot)
-        if len(self._running) < self.concurrency:
+        if len(self._running) < self._target():
             if self._due.is_set():
                 return 0.0
             deadlines.append(self._next_poll)
@@ -265,6 +306,10 @@ class Worker:
         """Let running jobs finish for up to ``grace`` seconds, then put the rest back."""
         self._listener_stop.set()
         deadline = monotonic() + self.grace
+        try:
+            self._release_waiting()  # not started: another worker may as well run them
+        except Exception as exc:
+            self._trouble.happened(exc)  # tried again on the way out
         while (self._running or self._unrecorded) and monotonic() < deadline:
             self._wake.clear()
             try:
@@ -280,7 +325,7 @@ class Worker:
         self._give_back()
 
     def _give_back(self) -> None:
-        leftovers = [r.job for r in self._running.values()]
+        leftovers = self._unreleased + list(self._running.values())
         for attempt in range(3):
             try:
                 self._exchange()
@@ -297,14 +342,16 @@ class Worker:
                     )  # fmt: skip
                 else:
                     time.sleep(0.5)
-        for running in self._running.values():
-            if running.cancel is not None:
-                running.cancel()
+        for job in list(self._running.values()):
+            self.pool.cancel(job)  # async jobs: cancelled; sync ones end with the process
 
     # -- callbacks from other threads ---------------------------------------------------
     def _job_finished(self, outcome: Outcome) -> None:
-        self._finished.put(outcome)
-        self._wake.set()
+        with self._finish_lock:
+            self._finished.append(outcome)
+            count = len(self._finished)
+        if count == 1 or count == self._wake_after:  # time the batch, or it is ready
+            self._wake.set()
 
     def _lease_lost(self, job_ids: set[int]) -> None:
         self._wake.set()
@@ -348,7 +395,7 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        running = len(self._running)
+        running = len(self._running) - self.pool.waiting()
         again = self._stop.is_set()
         self.stop()  # before logging: a second signal may interrupt this handler
         if again:

@@ -6,71 +6,113 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
-from ..clock import Clock, SystemClock
+from ..clock import SystemClock
 from ..errors import InvalidTransition, JobNotFound
-from ..job import Attempt, Job, JobState, NewJob
-from .queries import DURATION_BUCKETS, JOB_COLUMNS, bucket_label, load_queries, migrations
+from ..job import Attempt, Frozen, Job, JobState, NewJob
+from .queries import DURATION_BUCKETS, bucket_label, load_queries, migrations
 
-Rows = list[tuple[Any, ...]]
-Statement = tuple[str, dict[str, Any]]
-Wake = Callable[[set[str] | None], None]
-"""Called with the queues that got due jobs (None: anything may be due)."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from typing import Any
+
+    from ..clock import Clock
+
+    Rows = list[tuple[Any, ...]]
+    Statement = tuple[str, dict[str, Any]]
+    Wake = Callable[[set[str] | None], None]
+    """Called with the queues that got due jobs (None: anything may be due)."""
 CHUNK = 1000
+STATES = {s.value: s for s in JobState}
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(Frozen):
     """What one attempt came to: ``kind`` is complete, retry_later, fail or cancel_running."""
 
-    job: Job
-    kind: str
-    error: str | None = None
-    delay: float = 0.0
-    duration: float = 0.0
+    __slots__ = ()
+    _fields = ("job", "kind", "error", "delay", "duration")
+
+    if TYPE_CHECKING:
+        job: Job
+        kind: str
+        error: str | None
+        delay: float
+        duration: float
+
+    def __new__(
+        cls, job: Job, kind: str, error: str | None = None, delay: float = 0.0,
+        duration: float = 0.0,
+    ) -> Outcome:  # fmt: skip
+        return tuple.__new__(cls, (job, kind, error, delay, duration))
 
 
-@dataclass(frozen=True, slots=True)
-class TickState:
+class TickState(Frozen):
     """What a tick reads before it starts: the time, the backlog and schedule cursors."""
 
-    now: datetime
-    due: int
-    """Pending jobs due now."""
-    earliest_pending: datetime | None
-    """``run_after`` of the earliest pending job (due or not)."""
-    cursors: dict[str, datetime]
-    """Schedule name -> ``handled_until``: every slot at or before it is enqueued."""
+    __slots__ = ()
+    _fields = ("now", "due", "earliest_pending", "cursors")
+    _docs = {
+        "due": "Pending jobs due now.",
+        "earliest_pending": "``run_after`` of the earliest pending job (due or not).",
+        "cursors": "Schedule name -> ``handled_until``: every slot at or before it is enqueued.",
+    }
+
+    if TYPE_CHECKING:
+        now: datetime
+        due: int
+        earliest_pending: datetime | None
+        cursors: dict[str, datetime]
+
+    def __new__(
+        cls, now: datetime, due: int, earliest_pending: datetime | None,
+        cursors: dict[str, datetime],
+    ) -> TickState:  # fmt: skip
+        return tuple.__new__(cls, (now, due, earliest_pending, cursors))
 
 
-@dataclass(frozen=True, slots=True)
-class ScheduleMove:
+class ScheduleMove(Frozen):
     """Move one schedule's cursor from ``expected`` to ``handled_until`` with its jobs."""
 
-    name: str
-    expected: datetime | None
-    handled_until: datetime
-    last_slot: datetime | None
-    jobs: Sequence[NewJob]
+    __slots__ = ()
+    _fields = ("name", "expected", "handled_until", "last_slot", "jobs")
+
+    if TYPE_CHECKING:
+        name: str
+        expected: datetime | None
+        handled_until: datetime
+        last_slot: datetime | None
+        jobs: Sequence[NewJob]
+
+    def __new__(
+        cls, name: str, expected: datetime | None, handled_until: datetime,
+        last_slot: datetime | None, jobs: Sequence[NewJob],
+    ) -> ScheduleMove:  # fmt: skip
+        return tuple.__new__(cls, (name, expected, handled_until, last_slot, jobs))
 
 
-@dataclass(slots=True)
+RECORDED_FIELDS = ("completed", "retried", "failed", "cancelled", "stale")
+
+
 class Recorded:
     """Which outcomes the store applied; ``stale`` lost their lease before finishing."""
 
-    completed: list[Job] = field(default_factory=list)
-    retried: list[Job] = field(default_factory=list)
-    failed: list[Job] = field(default_factory=list)
-    cancelled: list[Job] = field(default_factory=list)
-    stale: list[Job] = field(default_factory=list)
+    __slots__ = ("cancelled", "completed", "failed", "retried", "stale")
+
+    def __init__(self) -> None:
+        self.completed: list[Job] = []
+        self.retried: list[Job] = []
+        self.failed: list[Job] = []
+        self.cancelled: list[Job] = []
+        self.stale: list[Job] = []
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in RECORDED_FIELDS)
+        return f"Recorded({shown})"
 
 
 class SqlStore:
@@ -162,19 +204,15 @@ class SqlStore:
 
     # -- rows ---------------------------------------------------------------------------
     def job_from_row(self, row: Sequence[Any]) -> Job:
-        r = dict(zip(JOB_COLUMNS, row, strict=True))
-        ts = self._decode_ts
+        """A ``Job`` from a row of ``JOB_COLUMNS``."""
+        (id_, type_, queue, payload, status, priority, attempts, max_attempts, run_after,
+         last_error, unique_key, created_at, updated_at, attempted_at, finished_at, lease_owner,
+         lease_expires_at, meta) = row  # fmt: skip
+        ts, js = self._decode_ts, self._decode_json
         return Job(
-            id=r["id"], type=r["type"], queue=r["queue"],
-            payload=self._decode_json(r["payload"]), status=JobState(r["status"]),
-            priority=r["priority"], attempts=r["attempts"], max_attempts=r["max_attempts"],
-            run_after=ts(r["run_after"]),  # type: ignore[arg-type]
-            last_error=r["last_error"], unique_key=r["unique_key"],
-            created_at=ts(r["created_at"]),  # type: ignore[arg-type]
-            updated_at=ts(r["updated_at"]),  # type: ignore[arg-type]
-            attempted_at=ts(r["attempted_at"]), finished_at=ts(r["finished_at"]),
-            lease_owner=r["lease_owner"], lease_expires_at=ts(r["lease_expires_at"]),
-            meta=self._decode_json(r["meta"]) or {},
+            id_, type_, queue, js(payload), STATES[status], priority, attempts, max_attempts,
+            ts(run_after), last_error, unique_key, ts(created_at), ts(updated_at),  # type: ignore[arg-type]
+            ts(attempted_at), ts(finished_at), lease_owner, ts(lease_expires_at), js(meta),
         )  # fmt: skip
 
     def insert_params(self, job: NewJob, now: Any = ...) -> dict[str, Any]:
@@ -247,7 +285,7 @@ class SqlStore:
 
     def _claimed(self, rows: Rows) -> list[Job]:
         jobs = [self.job_from_row(r) for r in rows]
-        jobs.sort(key=lambda j: (-j.priority, j.run_after, j.id))
+        jobs.sort(key=_claim_order)
         return jobs
 
     def _queues_param(self, queues: Sequence[str] | None) -> Any:
@@ -268,34 +306,27 @@ class SqlStore:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
         next batch cost one round trip and one commit."""
         completed = [o for o in outcomes if o.kind == "complete"]
-        done = [o.job for o in completed]
         others = [o for o in outcomes if o.kind != "complete"]
         statements: list[Statement] = []
-        if done:
-            durations = [o.duration for o in completed]
-            statements.append(("complete", self._complete_params(owner, done, durations)))
+        if completed:
+            statements.append(("complete", self._complete_params(owner, completed)))
         for o in others:
             statements.extend(self._outcome_statements(owner, o))
         if limit > 0:
             statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
         results = self.run_many(statements) if statements else []
         jobs = self._claimed(results.pop()) if limit > 0 else []
-        return self._recorded(done, others, results), jobs
+        return self._recorded([o.job for o in completed], others, results), jobs
 
     def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
         """The statements of one outcome; the last one's rows tell whether it applied."""
         return [(outcome.kind, self._outcome_params(owner, outcome))]
 
-    def _complete_params(
-        self, owner: str, jobs: Sequence[Job], durations: Sequence[float | None] | None = None
-    ) -> dict[str, Any]:
-        seconds = list(durations) if durations is not None else [None] * len(jobs)
+    def _complete_params(self, owner: str, completed: Sequence[Outcome]) -> dict[str, Any]:
         return {
-            "owner": owner, "now": self._now(),
-            "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs],
-            "durations": seconds,
-            "pairs": json.dumps([[j.id, j.attempts, d]
-                                 for j, d in zip(jobs, seconds, strict=True)]),
+            "owner": owner, "now": self._now(), "ids": [o.job.id for o in completed],
+            "attempts": [o.job.attempts for o in completed],
+            "durations": [o.duration for o in completed],
         }  # fmt: skip
 
     def _outcome_params(self, owner: str, o: Outcome) -> dict[str, Any]:
@@ -616,6 +647,10 @@ class SqlStore:
         """(when the last tick began or None, how many ticks so far, now)."""
         at, ticks, now = self.run("last_tick", now=self._now())[0]
         return self._decode_ts(at), int(ticks or 0), self._decode_ts(now)  # type: ignore[return-value]
+
+
+def _claim_order(job: Job) -> tuple[int, datetime, int]:
+    return -job.priority, job.run_after, job.id
 
 
 WHY_NOT = {

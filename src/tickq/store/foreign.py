@@ -10,15 +10,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..job import NewJob
-from .base import Rows, SqlStore
+from .base import SqlStore
 from .queries import load_queries
 
-SyncRun = Callable[[str, dict[str, Any]], Rows]
-AsyncRun = Callable[[str, dict[str, Any]], Awaitable[Rows]]
+if TYPE_CHECKING:
+    from .base import Rows
+
+    SyncRun = Callable[[str, dict[str, Any]], Rows]
+    AsyncRun = Callable[[str, dict[str, Any]], Awaitable[Rows]]
 
 
 @lru_cache

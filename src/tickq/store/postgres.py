@@ -10,12 +10,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from time import monotonic
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
-from .base import CHUNK, Rows, ScheduleMove, SqlStore, Statement, Wake
+from .base import CHUNK, ScheduleMove, SqlStore
+
+if TYPE_CHECKING:
+    from .base import Rows, Statement, Wake
 
 LISTEN_HEARTBEAT = 30.0
 """Seconds between checks that an idle LISTEN connection is still alive (a half-open

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 
+from ..job import JOB_FIELDS
+
 SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 
-JOB_COLUMNS = (
-    "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
-    "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",
-    "finished_at", "lease_owner", "lease_expires_at", "meta",
-)  # fmt: skip
+JOB_COLUMNS = JOB_FIELDS
+"""The columns every query returning jobs selects, in ``Job``'s order."""
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                     600, 1800, 3600)  # fmt: skip
