@@ -7,12 +7,9 @@ alerts its owner; a ping that fails is logged and never fails the tick.
 
 from __future__ import annotations
 
-import logging
 import os
-import urllib.request
-from urllib.parse import urlsplit, urlunsplit
 
-log = logging.getLogger("tickq")
+from .logger import log
 
 HEARTBEAT_ENV = "TICKQ_HEARTBEAT_URL"
 PING_TIMEOUT = 5.0
@@ -27,12 +24,17 @@ def ping_url(url: str, ok: bool) -> str:
     """``url`` for a success, ``url`` + ``/fail`` (before any query string) for a failure."""
     if ok:
         return url
+    from urllib.parse import urlsplit, urlunsplit
+
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/fail"))
 
 
 def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -> bool:
     """POST ``body`` to the heartbeat URL; True when the monitor answered 2xx."""
+    import urllib.request  # only when a heartbeat is configured: it costs milliseconds
+    from urllib.parse import urlsplit
+
     target = ping_url(url, ok)
     if urlsplit(target).scheme not in ("http", "https"):
         log.error("tickq heartbeat URL must be http(s)://..., got %r; not pinging", url)

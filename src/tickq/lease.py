@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable
 from time import monotonic
 
 from .errors import TickqError
 from .job import Job
+from .logger import log
 from .store import SqlStore
-
-log = logging.getLogger("tickq")
 
 
 class LeaseKeeper:

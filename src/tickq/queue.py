@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -15,6 +14,7 @@ from .cycle import run_cycle
 from .errors import ConfigurationError, UnknownJobType
 from .job import Attempt, Job, NewJob
 from .lease import LeaseKeeper
+from .logger import log
 from .payload import dump_payload
 from .retry import Backoff, as_backoff
 from .schedule import DEFAULT_MAX_CATCH_UP, DEFAULT_MAX_DELAY, ScheduleDefinition
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from .web.endpoint import Endpoint, EndpointSettings
     from .web.wsgi import WsgiApp
 
-log = logging.getLogger("tickq")
 
 P = ParamSpec("P")
 R = TypeVar("R")

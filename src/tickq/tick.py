@@ -7,20 +7,18 @@ the tick state, the lease rescue and an empty claim.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from .cycle import run_cycle
+from .logger import log
 from .schedule import Due, ScheduleDefinition
 from .store import ScheduleMove, TickState
 
 if TYPE_CHECKING:
     from .queue import Queue
-
-log = logging.getLogger("tickq")
 
 
 def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]:

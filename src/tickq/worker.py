@@ -11,7 +11,6 @@ store transitions as ``process_jobs`` and ``q.tick()``.
 
 from __future__ import annotations
 
-import logging
 import os
 import random
 import signal
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .lease import LeaseKeeper
+from .logger import log
 from .pool import JobPool
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from .queue import Queue
     from .store import Outcome
 
-log = logging.getLogger("tickq")
 
 DEFAULT_CONCURRENCY = 10
 DEFAULT_GRACE = 25.0
