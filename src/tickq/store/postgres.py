@@ -18,7 +18,7 @@ from ..job import NewJob
 from .base import CHUNK, ScheduleMove, SqlStore
 
 if TYPE_CHECKING:
-    from .base import Rows, Statement, Wake
+    from .base import Outcome, Rows, Statement, Wake
 
 LISTEN_HEARTBEAT = 30.0
 """Seconds between checks that an idle LISTEN connection is still alive (a half-open
@@ -122,6 +122,15 @@ class PostgresStore(SqlStore):
             if monotonic() - checked >= LISTEN_HEARTBEAT:
                 conn.execute("SELECT 1")
                 checked = monotonic()
+
+    def _complete_params(self, owner: str, completed: Sequence[Outcome]) -> dict[str, Any]:
+        # Array literals built here: psycopg's list dumper costs ~0.5 µs per element.
+        return {
+            "owner": owner, "now": self._now(),
+            "ids": "{%s}" % ",".join([str(o.job.id) for o in completed]),
+            "attempts": "{%s}" % ",".join([str(o.job.attempts) for o in completed]),
+            "durations": "{%s}" % ",".join([repr(o.duration) for o in completed]),
+        }  # fmt: skip
 
     def _decode_ts(self, value: Any) -> datetime | None:
         return value.astimezone(UTC) if value is not None else None

@@ -52,7 +52,8 @@ ORDER BY id DESC LIMIT 1
 
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
--- subquery made the planner hash-join over the whole table.
+-- subquery made the planner hash-join over the whole table. tickq_due (migration 4) picks
+-- and locks the due rows in claim order, always through the claim index.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
@@ -60,12 +61,7 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now())
 WHERE id = ANY(ARRAY(
-    SELECT id FROM tickq_jobs
-    WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())
-      AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
-    ORDER BY priority DESC, run_after, id
-    LIMIT :limit
-    FOR UPDATE SKIP LOCKED))
+    SELECT tickq_due(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
 RETURNING {job_columns}
 
 -- name: complete
