@@ -124,12 +124,11 @@ class PostgresStore(SqlStore):
                 checked = monotonic()
 
     def _complete_params(self, owner: str, completed: Sequence[Outcome]) -> dict[str, Any]:
-        # Array literals built here: psycopg's list dumper costs ~0.5 µs per element.
         return {
             "owner": owner, "now": self._now(),
-            "ids": "{%s}" % ",".join([str(o.job.id) for o in completed]),
-            "attempts": "{%s}" % ",".join([str(o.job.attempts) for o in completed]),
-            "durations": "{%s}" % ",".join([repr(o.duration) for o in completed]),
+            "ids": number_array([o.job.id for o in completed]),
+            "attempts": number_array([o.job.attempts for o in completed]),
+            "durations": number_array([o.duration for o in completed]),
         }  # fmt: skip
 
     def _decode_ts(self, value: Any) -> datetime | None:
@@ -171,6 +170,11 @@ class PostgresStore(SqlStore):
                 )
                 applied_now.append(version)
         return applied_now
+
+
+def number_array(numbers: list[int] | list[float]) -> str:
+    """A Postgres array literal of numbers (psycopg's list dumper costs ~0.5 µs a number)."""
+    return "{" + ",".join(map(str, numbers)) + "}"
 
 
 def insert_many_params(store: SqlStore, jobs: Sequence[NewJob]) -> dict[str, Any]:
