@@ -6,18 +6,20 @@ the time budget is reached; returns a JSON-serialisable report.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any
 
 from .execute import execute
-from .job import Job
 from .logger import INFO, WARNING, log
-from .store import Outcome, Recorded
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .job import Job
     from .lease import LeaseKeeper
     from .queue import Queue
+    from .store import Outcome, Recorded
 
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
 from time import monotonic
 
 from .errors import TickqError
-from .job import Job
 from .logger import log
-from .store import SqlStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from .job import Job
+    from .store import SqlStore
 
 
 class LeaseKeeper:

@@ -1,16 +1,20 @@
-"""tickq's logger, ``logging.getLogger("tickq")``, with ``logging`` imported on first use.
+"""tickq's logger, ``logging.getLogger("tickq")``, with ``logging`` imported on first need.
 
-Importing ``logging`` costs a waking host milliseconds, and a tick with nothing to do logs
-nothing. Log lines carry structured fields in ``extra`` (see ``tickq.logfmt``).
+Importing ``logging`` costs a waking host milliseconds. Until something imports it, nobody
+can have configured a handler or a level, so only warnings and errors would show (through
+logging's last-resort handler): info lines are skipped without importing it. Log lines
+carry structured fields in ``extra`` (see ``tickq.logfmt``).
 """
 
 from __future__ import annotations
+
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-INFO, WARNING = 20, 30  # logging.INFO, logging.WARNING
+DEBUG, INFO, WARNING = 10, 20, 30  # logging.DEBUG, logging.INFO, logging.WARNING
 
 
 class LazyLogger:
@@ -18,11 +22,32 @@ class LazyLogger:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._logger: Any = None
+
+    def _real(self) -> Any:
+        if self._logger is None:
+            import logging
+
+            self._logger = logging.getLogger(self.name)
+        return self._logger
+
+    def isEnabledFor(self, level: int) -> bool:
+        if level < WARNING and "logging" not in sys.modules:
+            return False
+        return bool(self._real().isEnabledFor(level))
+
+    def debug(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        if self.isEnabledFor(DEBUG):
+            kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+            self._real().debug(msg, *args, **kwargs)
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        if self.isEnabledFor(INFO):
+            kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+            self._real().info(msg, *args, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
-        import logging
-
-        value = getattr(logging.getLogger(self.name), attr)
+        value = getattr(self._real(), attr)
         if callable(value):
             setattr(self, attr, value)  # a bound method stays valid: look it up once
         return value

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from json import JSONEncoder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_encode = JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
     """Serialise ``payload`` or raise ``TypeError`` naming the offending field."""
     if payload is None:
         return "{}"
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         raise TypeError(
             f"payload for job {job_type!r} must be a dict of keyword arguments, "
             f"got {type(payload).__name__}"
         )
     try:
-        return json.dumps(payload, separators=(",", ":"), allow_nan=False)
+        return _encode(payload)
     except (TypeError, ValueError) as exc:
         path, value = find_unserialisable(payload) or ("?", None)
         raise TypeError(

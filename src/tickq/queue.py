@@ -3,34 +3,54 @@
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
-from .clock import Clock, SystemClock, require_aware
+from .clock import SystemClock, require_aware
 from .cycle import run_cycle
 from .errors import ConfigurationError, UnknownJobType
-from .job import Attempt, Job, NewJob
+from .job import Frozen, NewJob
 from .lease import LeaseKeeper
 from .logger import log
 from .payload import dump_payload
-from .retry import Backoff, as_backoff
-from .schedule import DEFAULT_MAX_CATCH_UP, DEFAULT_MAX_DELAY, ScheduleDefinition
-from .store import SqlStore, open_store
+from .retry import as_backoff
+from .signature import is_async, parameters, payload_names, signature_text
+from .store import open_store
 
+# typing, dataclasses and schedule (cronsim) cost a waking host milliseconds of import:
+# imported for type checkers only, or when first needed.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Unpack
+    import threading
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any, Generic, ParamSpec, TypeVar, Unpack, overload
 
     from .alerts import Alerts, Sink
+    from .clock import Clock
+    from .job import Attempt, Job
+    from .retry import Backoff
+    from .schedule import ScheduleDefinition
+    from .store import SqlStore
     from .web.asgi import AsgiApp
     from .web.endpoint import Endpoint, EndpointSettings
     from .web.wsgi import WsgiApp
 
+    P = ParamSpec("P")
+    R = TypeVar("R")
+    FailureHook = Callable[[Job], Any]
 
-P = ParamSpec("P")
-R = TypeVar("R")
+    class _Generic(Generic[P, R]): ...
+
+else:
+    P = R = None
+
+    class _Generic:
+        """``JobFunction[P, R]`` at run time, without ``typing.Generic``."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, params: object) -> type:
+            return cls
+
 
 DEFAULT_URL = "sqlite:///tickq.db"
 UNIQUE_SCOPES = ("active", "all")
@@ -38,29 +58,56 @@ RESERVED_PARAMS = ("conn",)
 # Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
 # otherwise tickq.alerts isn't imported at all, which a waking host would pay for.
 ALERT_ENV = ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO")
-FailureHook = Callable[[Job], Any]
+DEFAULT_MAX_CATCH_UP = 100  # tickq.schedule.DEFAULT_MAX_CATCH_UP (a test keeps them equal)
 
 
-@dataclass(frozen=True, slots=True)
-class JobDefinition:
+class JobDefinition(Frozen):
     """How to run one job type; built by ``@q.job``."""
 
-    name: str
-    fn: Callable[..., Any]
-    max_attempts: int
-    backoff: Backoff
-    queue: str
-    priority: int
-    timeout: float | None
-    max_delay: timedelta | None
-    is_async: bool
-    context_param: str | None
-    accepted: frozenset[str] | None = None  # keyword names the function takes; None: **kwargs
-    required: frozenset[str] = frozenset()
+    __slots__ = ()
+    _fields = ("name", "fn", "max_attempts", "backoff", "queue", "priority", "timeout",
+               "max_delay", "is_async", "context_param", "accepted", "required")  # fmt: skip
+    _docs = {"accepted": "Keyword names the function takes; None: it takes **kwargs."}
+
+    if TYPE_CHECKING:
+        name: str
+        fn: Callable[..., Any]
+        max_attempts: int
+        backoff: Backoff
+        queue: str
+        priority: int
+        timeout: float | None
+        max_delay: timedelta | None
+        is_async: bool
+        context_param: str | None
+        accepted: frozenset[str] | None
+        required: frozenset[str]
+
+    def __new__(
+        cls,
+        name: str,
+        fn: Callable[..., Any],
+        max_attempts: int,
+        backoff: Backoff,
+        queue: str,
+        priority: int,
+        timeout: float | None,
+        max_delay: timedelta | None,
+        is_async: bool,
+        context_param: str | None,
+        accepted: frozenset[str] | None = None,
+        required: frozenset[str] = frozenset(),
+    ) -> JobDefinition:
+        return tuple.__new__(cls, (
+            name, fn, max_attempts, backoff, queue, priority, timeout, max_delay, is_async,
+            context_param, accepted, required,
+        ))  # fmt: skip
 
     @property
     def effective_max_delay(self) -> timedelta:
         """How late an enqueued job may start: ``max_delay``, else ``DEFAULT_MAX_DELAY``."""
+        from .schedule import DEFAULT_MAX_DELAY
+
         return self.max_delay or DEFAULT_MAX_DELAY
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
@@ -72,29 +119,12 @@ class JobDefinition:
             problems = [f"unexpected {', '.join(map(repr, unexpected))}"] if unexpected else []
             problems += [f"missing {', '.join(map(repr, missing))}"] if missing else []
             raise TypeError(
-                f"payload does not fit job {self.name!r}{_signature_text(self.fn)}: "
+                f"payload does not fit job {self.name!r}{signature_text(self.fn)}: "
                 f"{'; '.join(problems)}"
             )
 
 
-def _signature_text(fn: Callable[..., Any]) -> str:
-    import inspect
-
-    return str(inspect.signature(fn))
-
-
-def _payload_names(
-    sig: Any, context_param: str | None
-) -> tuple[frozenset[str] | None, frozenset[str]]:
-    """(names a payload may use or None for **kwargs, names it must use)."""
-    kinds = {p.name: p for p in sig.parameters.values() if p.name != context_param}
-    var_kw = any(p.kind is p.VAR_KEYWORD for p in kinds.values())
-    named = [p for p in kinds.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    required = frozenset(p.name for p in named if p.default is p.empty)
-    return (None if var_kw else frozenset(p.name for p in named)), required
-
-
-class JobFunction(Generic[P, R]):
+class JobFunction(_Generic[P, R]):
     """A function registered with ``@q.job``: call it directly, or ``.enqueue(**kwargs)``."""
 
     def __init__(self, queue: Queue, definition: JobDefinition) -> None:
@@ -220,22 +250,24 @@ class Queue:
         return self._keeper[1]
 
     # -- declaring jobs -----------------------------------------------------------------
-    @overload
-    def job(self, fn: Callable[P, R], /) -> JobFunction[P, R]: ...
-    @overload
-    def job(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        max_attempts: int = 4,
-        backoff: Sequence[float] | Backoff | None = None,
-        queue: str = "default",
-        priority: int = 0,
-        timeout: float | None = None,
-        max_delay: timedelta | None = None,
-    ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
+    if TYPE_CHECKING:
+
+        @overload
+        def job(self, fn: Callable[P, R], /) -> JobFunction[P, R]: ...
+        @overload
+        def job(
+            self,
+            fn: None = None,
+            /,
+            *,
+            name: str | None = None,
+            max_attempts: int = 4,
+            backoff: Sequence[float] | Backoff | None = None,
+            queue: str = "default",
+            priority: int = 0,
+            timeout: float | None = None,
+            max_delay: timedelta | None = None,
+        ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
         self,
@@ -276,30 +308,26 @@ class Queue:
     def _define(self, f: Callable[..., Any], name: str | None, max_attempts: int,
                 backoff: Backoff, queue: str, priority: int, timeout: float | None,
                 max_delay: timedelta | None) -> JobDefinition:  # fmt: skip
-        import inspect
-
         from .context import JobContext
 
         job_name = name or f.__name__
         if job_name in self._definitions:
             raise ConfigurationError(f"a job named {job_name!r} is already registered")
-        sig = inspect.signature(f)
+        params = parameters(f)
         for reserved in RESERVED_PARAMS:
-            if reserved in sig.parameters:
+            if any(p[0] == reserved for p in params):
                 raise ConfigurationError(
                     f"job {job_name!r} has a parameter named {reserved!r}, which .enqueue() "
                     "reserves for the caller's connection; rename the parameter"
                 )
         context_param = next(
-            (p.name for p in sig.parameters.values()
-             if p.annotation in (JobContext, "JobContext")), None,
-        )  # fmt: skip
-        accepted, required = _payload_names(sig, context_param)
+            (name for name, _, _, note in params if note in (JobContext, "JobContext")), None
+        )
+        accepted, required = payload_names(params, context_param)
         return JobDefinition(
             name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
-            priority=priority, timeout=timeout, max_delay=max_delay,
-            is_async=inspect.iscoroutinefunction(f), context_param=context_param,
-            accepted=accepted, required=required,
+            priority=priority, timeout=timeout, max_delay=max_delay, is_async=is_async(f),
+            context_param=context_param, accepted=accepted, required=required,
         )  # fmt: skip
 
     def definition(self, job_type: str) -> JobDefinition | None:
@@ -650,6 +678,8 @@ class Queue:
                 "@q.schedule needs a schedule: @q.schedule('*/15 * * * *') or "
                 "@q.schedule(every=timedelta(minutes=15))"
             )
+
+        from .schedule import ScheduleDefinition
 
         def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
             job_name = fn.name if isinstance(fn, JobFunction) else (name or fn.__name__)

@@ -6,9 +6,11 @@ attempt ``attempt`` (1-based) failed; ``None`` means "do not retry".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
-Backoff = Callable[[int], float | None]
+    Backoff = Callable[[int], float | None]
 
 DEFAULT_STEPS: tuple[float, ...] = (60, 300, 1800)
 """The guide's schedule: retry after 1, then 5, then 30 minutes."""

@@ -7,18 +7,21 @@ the tick state, the lease rescue and an empty claim.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from time import monotonic
-from typing import TYPE_CHECKING, Any
 
 from .cycle import run_cycle
 from .logger import log
-from .schedule import Due, ScheduleDefinition
-from .store import ScheduleMove, TickState
+from .store import ScheduleMove
 
+TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from .queue import Queue
+    from .schedule import Due, ScheduleDefinition
+    from .store import TickState
 
 
 def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]:

@@ -17,7 +17,9 @@ from ..errors import TickqError
 COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; given the ``command`` about to run, only the modules up to the one that
+    defines it are imported (``tickq tick`` on a waking host skips the demo's imports)."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -28,11 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
+        if command is not None and command in subparsers.choices:
+            break
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from ..clock import Clock
 from ..errors import ConfigurationError
 from .base import Outcome, Recorded, ScheduleMove, SqlStore, TickState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..clock import Clock
 
 __all__ = ["Outcome", "Recorded", "ScheduleMove", "SqlStore", "TickState", "open_store"]
 

@@ -116,6 +116,9 @@ class SQLiteStore(SqlStore):
         return conn.execute(sql, params).fetchall()
 
     def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
+        if len(statements) == 1:  # one statement is a transaction of its own
+            name, params = statements[0]
+            return [conn.execute(self.q[name], params).fetchall()]
         with self._transaction(conn):
             return [conn.execute(self.q[name], p).fetchall() for name, p in statements]
 

@@ -1,0 +1,98 @@
+"""The lean paths tickq takes for speed agree with the general ones they stand in for.
+
+Performance itself is measured by ``bench/run.py``, never asserted here: these tests check
+behaviour (what a shortcut computes, what a cold import loads), not timings.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import pickle
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+
+from conftest import tickq_env
+from tickq import Job, JobContext, JobState, Queue
+from tickq.schedule import DEFAULT_MAX_CATCH_UP
+from tickq.signature import _inspected, is_async, parameters
+
+
+def _plain(a, b: int, /, c, d=1, *args, e, f: JobContext = None, **kw): ...  # noqa: ANN
+def _kwonly(*, x: int, y: str = "") -> None: ...
+def _defaults(a, b=2, c=3) -> None: ...
+def _stars(*items, **options) -> None: ...
+def _nothing() -> None: ...
+async def _coroutine(n: int, ctx: JobContext) -> None: ...
+def _stringly(ctx: "JobContext", n: "int") -> None: ...  # noqa: UP037
+
+
+@pytest.mark.parametrize(
+    "fn", [_plain, _kwonly, _defaults, _stars, _nothing, _coroutine, _stringly, lambda x, y=1: x]
+)
+def test_a_plain_function_reads_as_inspect_reads_it(fn: object) -> None:
+    assert parameters(fn) == _inspected(fn)  # type: ignore[arg-type]
+    assert is_async(fn) == inspect.iscoroutinefunction(fn)  # type: ignore[arg-type]
+
+
+def test_wrapped_and_partial_functions_go_through_inspect() -> None:
+    @functools.wraps(_kwonly)
+    def wrapper(*args: object, **kwargs: object) -> None: ...
+
+    assert parameters(wrapper) == _inspected(_kwonly)
+    assert parameters(functools.partial(_defaults, 1)) == [
+        ("b", "named", True, None), ("c", "named", True, None)
+    ]  # fmt: skip
+
+
+def test_payload_checks_and_context_still_follow_the_signature(tmp_path: object) -> None:
+    q = Queue(f"sqlite:///{tmp_path}/lean.db")
+
+    @q.job()
+    def greet(ctx: JobContext, name: str, *, loud: bool = False) -> None: ...
+
+    definition = q.definition("greet")
+    assert definition is not None
+    assert (definition.context_param, definition.accepted, definition.required) == (
+        "ctx", frozenset({"name", "loud"}), frozenset({"name"})
+    )  # fmt: skip
+    with pytest.raises(TypeError, match=r"unexpected 'shout'; missing 'name'"):
+        greet.enqueue(shout=True)
+
+
+def test_queue_schedule_defaults_to_the_schedule_default_catch_up() -> None:
+    assert inspect.signature(Queue.schedule).parameters["max_catch_up"].default == (
+        DEFAULT_MAX_CATCH_UP
+    )
+
+
+def test_a_job_is_a_read_only_record() -> None:
+    now = datetime.now(UTC)
+    job = Job(7, "send", "default", {"to": 1}, JobState.PENDING, 0, 0, 4, now, None, None,
+              now, now)  # fmt: skip
+    assert job.meta == {} and job.lease_owner is None and job.status == "pending"
+    with pytest.raises(AttributeError):
+        job.attempts = 2  # type: ignore[misc]
+    assert job == pickle.loads(pickle.dumps(job))
+    assert repr(job).startswith("Job(id=7, type='send', queue='default', payload={'to': 1},")
+    assert job._replace(attempts=1).attempts == 1 and job.attempts == 0
+    assert job.to_dict()["run_after"] == now.isoformat()
+
+
+def test_importing_tickq_loads_nothing_a_waking_host_does_not_need(tmp_path: object) -> None:
+    # typing, dataclasses, inspect, logging and urllib each cost a cold start milliseconds;
+    # they load when a feature needs them, not on `import tickq` + Queue(sqlite URL).
+    code = (
+        "import sys; import tickq; tickq.Queue('sqlite:///" + f"{tmp_path}/cold.db'); "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=tickq_env(), capture_output=True, text=True, timeout=60
+    )
+    loaded = set(done.stdout.split())
+    assert "tickq.queue" in loaded, done.stderr
+    heavy = {"typing", "dataclasses", "inspect", "logging", "urllib.parse", "tickq.schedule"}
+    assert not heavy & loaded, f"loaded on import: {sorted(heavy & loaded)}"
