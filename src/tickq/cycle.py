@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from .store import Outcome, Recorded
 
 
+FIRST_BATCH = 10
+"""Jobs a cycle with a time budget claims first, before it knows how long they take."""
+MAX_BATCH = 100
+
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
                  "released")  # fmt: skip
 
@@ -36,7 +40,12 @@ def run_cycle(
     time_budget: float | None = None,
     queues: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Process up to ``limit`` due jobs, claiming no more once ``time_budget`` is spent."""
+    """Process up to ``limit`` due jobs, claiming no more once ``time_budget`` is spent.
+
+    Each batch's outcomes are recorded in the round trip that claims the next batch. With
+    a time budget the first batch is small, and later ones as large as the pace measured so
+    far fits in half the budget left (up to ``MAX_BATCH``).
+    """
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     if time_budget is not None and time_budget <= 0:
@@ -45,17 +54,41 @@ def run_cycle(
     deadline = started + time_budget if time_budget else None
     report = new_report()
     rescue(queue, report)
-    batch = 10 if time_budget else 100
-    while report["claimed"] < limit and not _spent(deadline):
-        jobs = queue.store.claim(
-            queue.owner, min(batch, limit - report["claimed"]), queue.lease_seconds, queues
-        )
-        if not jobs:
-            break
-        report["claimed"] += len(jobs)
-        run_batch(queue, jobs, deadline, report)
+    keeper = queue.lease_keeper
+    want = min(limit, FIRST_BATCH if deadline else MAX_BATCH)
+    jobs = _claim(queue, want, queues, report) if want else []
+    while jobs:
+        keeper.hold(jobs)
+        try:
+            batch_started = monotonic()
+            outcomes = run_batch(queue, jobs, deadline, report)
+            want = _next_batch(deadline, limit - report["claimed"], len(outcomes), batch_started)
+            claimed = record_and_claim(queue, keeper, outcomes, report, want, queues)[1]
+        finally:
+            keeper.drop(jobs)
+        jobs = claimed
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report
+
+
+def _claim(
+    queue: Queue, limit: int, queues: Sequence[str] | None, report: dict[str, Any]
+) -> list[Job]:
+    jobs = queue.store.claim(queue.owner, limit, queue.lease_seconds, queues)
+    report["claimed"] += len(jobs)
+    return jobs
+
+
+def _next_batch(deadline: float | None, left: int, ran: int, batch_started: float) -> int:
+    """How many jobs to claim next: none once the budget is spent or the limit reached."""
+    if left <= 0 or _spent(deadline):
+        return 0
+    if deadline is None:
+        return min(left, MAX_BATCH)
+    now = monotonic()
+    per_job = (now - batch_started) / max(ran, 1)
+    fits = (deadline - now) / 2 / per_job if per_job > 0 else MAX_BATCH
+    return max(1, min(left, MAX_BATCH, int(fits)))
 
 
 def rescue(queue: Queue, report: dict[str, Any]) -> None:
@@ -75,20 +108,15 @@ def rescue(queue: Queue, report: dict[str, Any]) -> None:
 
 def run_batch(
     queue: Queue, jobs: list[Job], deadline: float | None, report: dict[str, Any]
-) -> Recorded:
-    """Execute claimed jobs in order, then record every outcome in one round trip."""
-    keeper = queue.lease_keeper
-    keeper.hold(jobs)
+) -> list[Outcome]:
+    """Execute claimed jobs in order; once ``deadline`` passes, put the rest back."""
     outcomes: list[Outcome] = []
-    try:
-        for i, job in enumerate(jobs):
-            if i and _spent(deadline):
-                release(queue, jobs[i:], report)
-                break
-            outcomes.append(execute(job, queue.definition(job.type), queue.job_names))
-        return record(queue, keeper, outcomes, report)
-    finally:
-        keeper.drop(jobs)
+    for i, job in enumerate(jobs):
+        if i and _spent(deadline):
+            release(queue, jobs[i:], report)
+            break
+        outcomes.append(execute(job, queue.definition(job.type), queue.job_names))
+    return outcomes
 
 
 def record(
