@@ -83,6 +83,7 @@ class Worker:
         self._finish_lock = threading.Lock()
         self._finished: list[Outcome] = []  # handed over by the pool, not yet collected
         self._wake_after = 1  # finished jobs that make a batch worth recording at once
+        self._timing = False  # outcomes wait to be recorded: the loop wakes by BATCH_WAIT
         self._running: dict[int, Job] = {}  # id(job) -> job handed to the pool (may wait)
         self._unrecorded: list[Outcome] = []
         self._unrecorded_since = 0.0
@@ -152,6 +153,7 @@ class Worker:
     def _collect(self) -> None:
         with self._finish_lock:
             finished, self._finished = self._finished, []
+            self._timing = bool(finished or self._unrecorded)
         if not finished:
             return
         if not self._unrecorded:
@@ -182,6 +184,8 @@ class Worker:
             self._wake_after = max(1, len(self._running) - target // 2)
             return
         outcomes, self._unrecorded = self._unrecorded, []
+        with self._finish_lock:
+            self._timing = False  # a job finishing from now on starts the next batch's clock
         if limit:
             self._due.clear()  # before claiming: a wake-up arriving meanwhile is kept
         looked = monotonic()
@@ -348,8 +352,9 @@ class Worker:
     def _job_finished(self, outcome: Outcome) -> None:
         with self._finish_lock:
             self._finished.append(outcome)
-            count = len(self._finished)
-        if count == 1 or count == self._wake_after:  # time the batch, or it is ready
+            count, timing = len(self._finished), self._timing
+        # Wake the loop to start timing a batch (unless it already is), or when it is ready.
+        if (count == 1 and not timing) or count == self._wake_after:
             self._wake.set()
 
     def _lease_lost(self, job_ids: set[int]) -> None:

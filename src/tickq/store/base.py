@@ -10,6 +10,7 @@ import os
 import threading
 from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
+from json import loads
 
 from ..clock import SystemClock
 from ..errors import InvalidTransition, JobNotFound
@@ -150,8 +151,8 @@ class SqlStore:
     def _decode_ts(self, value: Any) -> datetime | None:
         return value  # type: ignore[no-any-return]
 
-    def _decode_json(self, value: Any) -> Any:
-        return value
+    def _decode_json(self, value: str | None) -> Any:
+        return loads(value) if value else None
 
     def _db_clock(self) -> bool:
         """True when the database's own clock decides what is due."""
@@ -215,6 +216,18 @@ class SqlStore:
             ts(attempted_at), ts(finished_at), lease_owner, ts(lease_expires_at), js(meta),
         )  # fmt: skip
 
+    def claimed_from_row(self, row: Sequence[Any], owner: str) -> Job:
+        """A just-claimed ``Job`` from a row of ``CLAIMED_COLUMNS``."""
+        (id_, type_, queue, payload, priority, attempts, max_attempts, run_after, last_error,
+         unique_key, created_at, attempted_at, lease_expires_at, meta) = row  # fmt: skip
+        ts, js = self._decode_ts, self._decode_json
+        claimed_at = ts(attempted_at)
+        return Job(
+            id_, type_, queue, js(payload), JobState.RUNNING, priority, attempts, max_attempts,
+            ts(run_after), last_error, unique_key, ts(created_at), claimed_at, claimed_at,  # type: ignore[arg-type]
+            None, owner, ts(lease_expires_at), js(meta),
+        )  # fmt: skip
+
     def insert_params(self, job: NewJob, now: Any = ...) -> dict[str, Any]:
         """Parameters of the ``insert`` query; pass ``now`` once for a whole chunk."""
         return {
@@ -272,7 +285,7 @@ class SqlStore:
     ) -> list[Job]:
         """Move up to ``limit`` due pending jobs to running under ``owner``'s lease."""
         params = self._claim_params(owner, limit, lease_seconds, queues)
-        return self._claimed(self.run("claim", **params))
+        return self._claimed(self.run("claim", **params), owner)
 
     def _claim_params(
         self, owner: str, limit: int, lease_seconds: float, queues: Sequence[str] | None
@@ -283,8 +296,8 @@ class SqlStore:
             "queues": self._queues_param(queues),
         }  # fmt: skip
 
-    def _claimed(self, rows: Rows) -> list[Job]:
-        jobs = [self.job_from_row(r) for r in rows]
+    def _claimed(self, rows: Rows, owner: str) -> list[Job]:
+        jobs = [self.claimed_from_row(r, owner) for r in rows]
         jobs.sort(key=_claim_order)
         return jobs
 
@@ -315,7 +328,7 @@ class SqlStore:
         if limit > 0:
             statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
         results = self.run_many(statements) if statements else []
-        jobs = self._claimed(results.pop()) if limit > 0 else []
+        jobs = self._claimed(results.pop(), owner) if limit > 0 else []
         return self._recorded([o.job for o in completed], others, results), jobs
 
     def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:

@@ -10,6 +10,13 @@ SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 
 JOB_COLUMNS = JOB_FIELDS
 """The columns every query returning jobs selects, in ``Job``'s order."""
+CLAIMED_COLUMNS = (
+    "id", "type", "queue", "payload", "priority", "attempts", "max_attempts", "run_after",
+    "last_error", "unique_key", "created_at", "attempted_at", "lease_expires_at", "meta",
+)  # fmt: skip
+"""What a claim returns: the rest of a just-claimed job is known (running, leased to the
+claimer, updated when attempted, not finished), so it is not sent back."""
+JSON_COLUMNS = ("payload", "meta")
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                     600, 1800, 3600)  # fmt: skip
@@ -31,14 +38,24 @@ def load_queries(dialect: str, paramstyle: str) -> dict[str, str]:
 
 
 def format_query(sql: str, paramstyle: str) -> str:
-    sql = sql.replace("{job_columns_j}", ", ".join(f"j.{c}" for c in JOB_COLUMNS))
-    sql = sql.replace("{job_columns}", ", ".join(JOB_COLUMNS))
+    sql = sql.replace("{job_columns_j}", column_list(JOB_COLUMNS, "j."))
+    sql = sql.replace("{job_columns}", column_list(JOB_COLUMNS))
+    sql = sql.replace("{claimed_columns}", column_list(CLAIMED_COLUMNS))
     sql = sql.replace("{duration_bucket}", duration_bucket_sql())
     if paramstyle == "pyformat":
         import re
 
         sql = re.sub(_NAMED_PARAM, r"%(\1)s", sql.replace("%", "%%"))
     return sql
+
+
+def column_list(columns: tuple[str, ...], prefix: str = "") -> str:
+    """``id, ..., CAST(payload AS text) AS payload``: JSON comes back as text, decoded by
+    tickq (Postgres's jsonb loader in psycopg costs more per row than json.loads)."""
+    return ", ".join(
+        f"CAST({prefix}{c} AS text) AS {c}" if c in JSON_COLUMNS else f"{prefix}{c}"
+        for c in columns
+    )
 
 
 def bucket_label(bound: float) -> str:

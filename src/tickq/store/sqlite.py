@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from json import dumps, loads
+from json import dumps
 
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .base import SqlStore
@@ -129,9 +129,6 @@ class SQLiteStore(SqlStore):
 
     def _decode_ts(self, value: Any) -> datetime | None:
         return datetime.fromisoformat(value) if value else None
-
-    def _decode_json(self, value: Any) -> Any:
-        return loads(value) if value else None
 
     def _queues_param(self, queues: Sequence[str] | None) -> Any:
         return dumps(list(queues)) if queues else None

@@ -62,7 +62,7 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     updated_at = COALESCE(CAST(:now AS timestamptz), now())
 WHERE id = ANY(ARRAY(
     SELECT tickq_due(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
-RETURNING {job_columns}
+RETURNING {claimed_columns}
 
 -- name: complete
 UPDATE tickq_jobs

@@ -25,7 +25,7 @@ WHERE id IN (
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
-RETURNING {job_columns}
+RETURNING {claimed_columns}
 
 -- name: complete
 -- :pairs is [[id, attempt, duration], ...]; UPDATE ... FROM reads each once (a correlated
