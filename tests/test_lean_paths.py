@@ -96,3 +96,33 @@ def test_importing_tickq_loads_nothing_a_waking_host_does_not_need(tmp_path: obj
     assert "tickq.queue" in loaded, done.stderr
     heavy = {"typing", "dataclasses", "inspect", "logging", "urllib.parse", "tickq.schedule"}
     assert not heavy & loaded, f"loaded on import: {sorted(heavy & loaded)}"
+
+
+def test_lines_held_in_a_batch_are_written_together_and_in_order() -> None:
+    import io
+    import logging
+
+    from tickq.logfmt import StderrHandler, TextFormatter
+    from tickq.logger import HOLDERS, held_lines
+
+    stream = io.StringIO()
+    handler = StderrHandler(stream)
+    handler.setFormatter(TextFormatter())
+    logger = logging.getLogger("tickq.test_held")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    HOLDERS.append(handler)
+    try:
+        logger.info("before")
+        with held_lines():
+            logger.info("one")
+            logger.warning("two")
+            assert stream.getvalue().count("\n") == 1, "held until the block ends"
+        logger.info("after")
+    finally:
+        HOLDERS.remove(handler)
+        logger.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert [ln.rsplit(": ", 1)[1] for ln in lines] == ["before", "one", "two", "after"]
+    assert lines[2].split()[2] == "WARNING" and lines[0][:2] == "20"

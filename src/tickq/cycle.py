@@ -9,7 +9,7 @@ from __future__ import annotations
 from time import monotonic
 
 from .execute import execute
-from .logger import INFO, WARNING, log
+from .logger import INFO, WARNING, held_lines, log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -173,8 +173,9 @@ def tally(
     report["cancelled"] += len(recorded.cancelled)
     report["stale"] += len(recorded.stale)
     stale = {j.id for j in recorded.stale}
-    for o in outcomes:
-        log_outcome(o, "stale" if o.job.id in stale else None)
+    with held_lines():
+        for o in outcomes:
+            log_outcome(o, "stale" if o.job.id in stale else None)
     for job in recorded.failed:
         queue.notify_failed(job)
     for job in recorded.retried:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ConfigurationError
+from .logger import HOLDERS
 
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -22,12 +25,29 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 }  # fmt: skip
 
 
+class TextFormatter(logging.Formatter):
+    """``TEXT_FORMAT``, formatting each second's date and time once (a worker logs a line
+    per job, thousands a second)."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        second, text = self._second
+        if int(record.created) != second:
+            second = int(record.created)
+            text = time.strftime("%Y-%m-%d %H:%M:%S", self.converter(second))
+            self._second = (second, text)
+        return f"{text},{int(record.msecs):03d}"
+
+
 class JsonFormatter(logging.Formatter):
     """``{"ts", "level", "logger", "message", <extra fields>..., "error"?}`` per line."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "ts": _iso_ms(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
@@ -38,6 +58,42 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+def _iso_ms(created: float) -> str:
+    return datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
+
+
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that holds back the lines a thread logs inside
+    ``tickq.logger.held_lines()`` and writes them in one go at the end of the block."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._held = threading.local()
+
+    def hold_lines(self) -> None:
+        self._held.lines = []
+
+    def write_held(self) -> None:
+        lines, self._held.lines = getattr(self._held, "lines", None), None
+        if lines:
+            self.acquire()
+            try:
+                self.stream.write("".join(lines))
+                self.flush()
+            finally:
+                self.release()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lines = getattr(self._held, "lines", None)
+        if lines is None:
+            super().emit(record)
+            return
+        try:
+            lines.append(self.format(record) + self.terminator)
+        except Exception:
+            self.handleError(record)
+
+
 def log_to_stderr(fmt: str) -> logging.Handler:
     """Send log lines to stderr in ``fmt``; returns the handler (for ``stop_logging``).
 
@@ -46,8 +102,9 @@ def log_to_stderr(fmt: str) -> logging.Handler:
     """
     if fmt not in LOG_FORMATS:
         raise ConfigurationError(f"log_format must be 'text' or 'json', got {fmt!r}")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler = StderrHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    HOLDERS.append(handler)
     root, tickq = logging.getLogger(), logging.getLogger("tickq")
     if root.handlers:
         tickq.addHandler(handler)
@@ -61,6 +118,8 @@ def log_to_stderr(fmt: str) -> logging.Handler:
 
 
 def stop_logging(handler: logging.Handler) -> None:
+    if handler in HOLDERS:
+        HOLDERS.remove(handler)
     for logger in (logging.getLogger(), logging.getLogger("tickq")):
         logger.removeHandler(handler)
     logging.getLogger("tickq").propagate = True

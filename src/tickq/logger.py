@@ -54,3 +54,21 @@ class LazyLogger:
 
 
 log: Any = LazyLogger("tickq")
+
+HOLDERS: list[Any] = []
+"""Handlers that can hold back lines (``tickq.logfmt.StderrHandler``) while registered."""
+
+
+class held_lines:
+    """Lines this thread logs inside the block reach tickq's stderr handler at its end, in
+    one write: a worker logs a line per job, and a write per line cost more than the line."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        for handler in HOLDERS:
+            handler.hold_lines()
+
+    def __exit__(self, *exc: object) -> None:
+        for handler in HOLDERS:
+            handler.write_held()
