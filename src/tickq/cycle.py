@@ -200,7 +200,8 @@ def log_outcome(o: Outcome, override: str | None = None) -> None:
     # What log.log() does, less its walk up the stack to name the caller: a line per job
     # is a worker's main cost after the database (the caller is this function anyway).
     record = log.makeRecord(log.name, level, __file__, LOG_LINE, OUTCOME_MESSAGE, args, None,
-                            "log_outcome", extra)  # fmt: skip
+                            "log_outcome")  # fmt: skip
+    record.__dict__.update(extra)  # what makeRecord(extra=) does, less checking our own keys
     log.handle(record)
 
 

@@ -33,6 +33,9 @@ class TextFormatter(logging.Formatter):
         super().__init__(TEXT_FORMAT)
         self._second: tuple[int, str] = (-1, "")
 
+    def usesTime(self) -> bool:
+        return True
+
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         second, text = self._second
         if int(record.created) != second:
