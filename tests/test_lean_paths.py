@@ -126,3 +126,19 @@ def test_lines_held_in_a_batch_are_written_together_and_in_order() -> None:
     lines = stream.getvalue().splitlines()
     assert [ln.rsplit(": ", 1)[1] for ln in lines] == ["before", "one", "two", "after"]
     assert lines[2].split()[2] == "WARNING" and lines[0][:2] == "20"
+
+
+def test_array_literals_reach_postgres_unchanged(pg_schema_url: str) -> None:
+    import psycopg
+
+    from tickq.store.postgres import number_array, text_array
+
+    texts = ['{"a":"b\\"c","d":[1,2]}', "NULL", "", None, "back\\slash", 'q"uote', "a,b}{",
+             "line\nbreak", "tab\tand ünïcödé", " padded "]  # fmt: skip
+    numbers = [1, -2, 3.5, 1e-05, 123456789012]
+    with psycopg.connect(pg_schema_url, autocommit=True) as conn:
+        got_texts, got_numbers = conn.execute(
+            "SELECT CAST(%s AS text[]), CAST(%s AS float8[])",
+            (text_array(texts), number_array(numbers)),
+        ).fetchone()
+    assert got_texts == texts and got_numbers == [float(n) for n in numbers]

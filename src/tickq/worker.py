@@ -293,6 +293,8 @@ class Worker:
         deadlines = [self._next_rescue]
         if self.queue.schedules:
             deadlines.append(self._next_slot)
+        if self.pool.waiting():
+            deadlines.append(self.pool.last_progress + STALL)
         if len(self._running) < self._target():
             if self._due.is_set():
                 return 0.0

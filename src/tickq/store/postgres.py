@@ -66,10 +66,10 @@ class PostgresStore(SqlStore):
         errors = self.psycopg.errors
         try:
             yield
-        except errors.UndefinedTable as exc:
+        except (errors.UndefinedTable, errors.UndefinedFunction) as exc:
             raise SchemaMissing(
-                f"tickq's tables are missing in this database ({exc.diag.message_primary}); "
-                "run q.migrate() or `tickq migrate APP` first"
+                f"tickq's tables are missing in this database, or not up to date "
+                f"({exc.diag.message_primary}); run q.migrate() or `tickq migrate APP` first"
             ) from exc
         except self.psycopg.OperationalError as exc:
             self.drop_connection()
@@ -178,18 +178,34 @@ def number_array(numbers: list[int] | list[float]) -> str:
 
 
 def insert_many_params(store: SqlStore, jobs: Sequence[NewJob]) -> dict[str, Any]:
-    """Column arrays for the one-statement bulk insert (``unnest``)."""
+    """Column arrays for the one-statement bulk insert (``unnest``), as array literals."""
     if len(jobs) > CHUNK:
         raise ValueError(f"at most {CHUNK} jobs per bulk insert, got {len(jobs)}")
     return {
-        "types": [j.type for j in jobs], "queues": [j.queue for j in jobs],
-        "payloads": [j.payload_json for j in jobs], "priorities": [j.priority for j in jobs],
-        "max_attempts": [j.max_attempts for j in jobs],
-        "run_afters": [j.run_after.isoformat() if j.run_after else None for j in jobs],
-        "unique_keys": [j.unique_key for j in jobs],
-        "unique_scopes": [j.unique_scope for j in jobs],
-        "metas": [j.meta_json for j in jobs], "now": store._now(),
-    }  # fmt: skip
+        "types": text_array([j.type for j in jobs]),
+        "queues": text_array([j.queue for j in jobs]),
+        "payloads": text_array([j.payload_json for j in jobs]),
+        "priorities": number_array([j.priority for j in jobs]),
+        "max_attempts": number_array([j.max_attempts for j in jobs]),
+        "run_afters": text_array([j.run_after.isoformat() if j.run_after else None for j in jobs]),
+        "unique_keys": text_array([j.unique_key for j in jobs]),
+        "unique_scopes": text_array([j.unique_scope for j in jobs]),
+        "metas": text_array([j.meta_json for j in jobs]),
+        "now": store._now(),
+    }
+
+
+def text_array(texts: list[str | None]) -> str:
+    """A Postgres array literal of texts: each quoted, backslashes and quotes escaped (what
+    psycopg's list dumper does with a regular expression per element, at ~0.5 µs each)."""
+    return (
+        "{"
+        + ",".join(
+            "NULL" if t is None else '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for t in texts
+        )
+        + "}"
+    )
 
 
 def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[int]:
