@@ -16,6 +16,17 @@ if TYPE_CHECKING:
     from .store import SqlStore
 
 
+def leave_signals_to_main_thread() -> None:
+    """Block SIGTERM and SIGINT in the calling (helper) thread. The kernel may hand a signal
+    sent to the process to any thread that doesn't block it, and Python runs the handler
+    only when the main thread next wakes: a worker draining for its grace period would not
+    hear a second signal until then."""
+    import signal
+
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 class LeaseKeeper:
     """A daemon thread renewing every held job's lease each ``lease_seconds / 3``.
 
@@ -118,6 +129,7 @@ class LeaseKeeper:
             self.on_lost(lost)
 
     def _loop(self) -> None:
+        leave_signals_to_main_thread()
         while not self._stopped:
             self._wake.wait(self.lease_seconds / 3)
             if self._stopped:

@@ -15,6 +15,7 @@ from queue import SimpleQueue
 from time import monotonic, perf_counter
 
 from .execute import execute, execute_async, settle
+from .lease import leave_signals_to_main_thread
 from .store import Outcome
 
 TYPE_CHECKING = False
@@ -164,6 +165,7 @@ class JobPool:
         thread.start()
 
     def _work(self) -> None:
+        leave_signals_to_main_thread()
         job = self._inbox.get()
         while job is not None:
             job = self._finished(self._run_sync(job), sync=True) or self._inbox.get()
@@ -184,10 +186,15 @@ class JobPool:
 
             self._loop = asyncio.new_event_loop()
             self._loop_thread = threading.Thread(
-                target=self._loop.run_forever, name="tickq-async", daemon=True
+                target=self._run_loop, name="tickq-async", daemon=True
             )
             self._loop_thread.start()
         return self._loop
+
+    def _run_loop(self) -> None:
+        leave_signals_to_main_thread()
+        assert self._loop is not None
+        self._loop.run_forever()
 
     def _start_async(self, job: Job, definition: JobDefinition) -> None:
         import asyncio

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
-from .lease import LeaseKeeper
+from .lease import LeaseKeeper, leave_signals_to_main_thread
 from .logger import log
 from .pool import JobPool
 
@@ -75,9 +75,9 @@ class Worker:
         self.grace = _check_seconds("grace", grace, zero_ok=True)
         self.rescue_every = min(queue.lease_seconds / 4, self.poll_interval)
         self.report = new_report()
-        self._stop = stop or threading.Event()
+        self._stop = stop or Flag()
         self._external_stop = stop is not None
-        self._wake = threading.Event()  # something happened: look again
+        self._wake = Flag()  # something happened: look again
         self._due = threading.Event()  # jobs may be due: claim when a slot is free
         self._due.set()
         self._finish_lock = threading.Lock()
@@ -288,6 +288,8 @@ class Worker:
         return min(self.poll_interval, max(due_in, LOOK_AGAIN))
 
     def _idle_for(self) -> float:
+        if self._stop.is_set():
+            return 0.0
         if self._unrecorded:
             return max(0.0, self._batch_deadline() - monotonic())
         deadlines = [self._next_rescue]
@@ -373,6 +375,7 @@ class Worker:
             threading.Thread(target=self._listen, name="tickq-listen", daemon=True).start()
 
     def _listen(self) -> None:
+        leave_signals_to_main_thread()
         while not self._listener_stop.is_set():
             try:
                 self.store.listen(self._listening, self._listener_stop)
@@ -402,13 +405,12 @@ class Worker:
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         running = len(self._running) - self.pool.waiting()
-        again = self._stop.is_set()
-        self.stop()  # before logging: a second signal may interrupt this handler
-        if again:
+        if self._stop.is_set():
             log.warning("tickq worker got %s again: exiting now; the leases of %d running "
                         "job(s) run out within %gs and they run again", name, running,
                         self.queue.lease_seconds, extra={"event": "worker_killed"})  # fmt: skip
             os._exit(128 + signum)
+        self.stop()  # before logging: a second signal may interrupt this handler
         log.info("tickq worker got %s: claiming no more jobs; waiting up to %gs for %d "
                  "running job(s) (send %s again to exit at once)", name, self.grace, running,
                  name, extra={"event": "worker_stopping", "running": running})  # fmt: skip
@@ -431,6 +433,34 @@ class Worker:
                    "grace": self.grace, "schedules": sorted(self.queue.schedules),
                    "pid": os.getpid()},
         )  # fmt: skip
+
+
+class Flag:
+    """``threading.Event`` on a re-entrant lock: the signal handler sets the worker's flags
+    while the main thread it interrupted may be inside one of their methods, holding the
+    lock (a plain Event would deadlock there)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.RLock())
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        with self._cond:
+            self._flag = True
+            self._cond.notify_all()
+
+    def clear(self) -> None:
+        with self._cond:
+            self._flag = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            if not self._flag:
+                self._cond.wait(timeout)
+            return self._flag
 
 
 class Trouble:
