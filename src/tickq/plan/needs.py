@@ -94,16 +94,10 @@ class Wait:
 
 
 @dataclass(frozen=True)
-class CronNeed:
-    """A cron schedule, by the slots it has over a whole year (``waits``)."""
+class ScheduleNeed:
+    """What every schedule's need says of itself: its name and how late it may run."""
 
     schedule: ScheduleDefinition
-    waits: tuple[Wait, ...]
-    offsets: frozenset[timedelta]
-    """The UTC offsets its slots fall in: two for a zone that changes its clocks."""
-    slots_per_year: int
-    kind: str = "schedule"
-    _limits: dict[int, dict[int, Wait]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -116,6 +110,18 @@ class CronNeed:
     @property
     def declared(self) -> bool:
         return self.schedule.max_delay is not None
+
+
+@dataclass(frozen=True)
+class CronNeed(ScheduleNeed):
+    """A cron schedule, by the slots it has over a whole year (``waits``)."""
+
+    waits: tuple[Wait, ...]
+    offsets: frozenset[timedelta]
+    """The UTC offsets its slots fall in: two for a zone that changes its clocks."""
+    slots_per_year: int
+    kind: str = "schedule"
+    _limits: dict[int, dict[int, Wait]] = field(default_factory=dict, repr=False, compare=False)
 
     def describe(self) -> str:
         return self.schedule.describe()
@@ -184,23 +190,10 @@ class CronNeed:
 
 
 @dataclass(frozen=True)
-class EveryNeed:
+class EveryNeed(ScheduleNeed):
     """An ``every=`` schedule: slots at multiples of ``every`` since 1970-01-01 UTC."""
 
-    schedule: ScheduleDefinition
     kind: str = "schedule"
-
-    @property
-    def name(self) -> str:
-        return self.schedule.name
-
-    @property
-    def max_delay(self) -> timedelta:
-        return self.schedule.effective_max_delay
-
-    @property
-    def declared(self) -> bool:
-        return self.schedule.max_delay is not None
 
     @property
     def every(self) -> timedelta:
