@@ -440,11 +440,11 @@ def test_bad_input_is_one_clear_line(args: tuple[str, ...], expected: str) -> No
     assert "Traceback" not in result.stderr
 
 
-def test_readme_shows_a_real_run() -> None:
-    """The README's example output is what `tickq plan` prints for the bookings example."""
-    readme = (ROOT / "README.md").read_text()
+def test_docs_show_a_real_run() -> None:
+    """docs/schedulers.md's example output is what `tickq plan` prints for the bookings app."""
+    page = (ROOT / "docs" / "schedulers.md").read_text()
     command = "tickq plan examples.bookings.app:q --awake-seconds 60 --price-per-hour 0.05"
-    shown = readme.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    shown = page.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
     result = run_tickq(*command.split()[1:])
     assert result.returncode == 0, result.stderr
     assert re.sub(r"every day of \d+", "", result.stdout) == re.sub(r"every day of \d+", "", shown)

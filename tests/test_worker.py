@@ -295,16 +295,15 @@ def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], messag
     assert (result.returncode, result.stderr.strip()) == (1, f"tickq: error: {message}")
 
 
-def test_readme_worker_example_runs() -> None:
+def test_docs_worker_example_runs() -> None:
     import re
     import subprocess
     import sys
 
     from conftest import ROOT, tickq_env
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Running a worker", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    page = (ROOT / "docs" / "workers.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", page, re.S)
     result = subprocess.run(
         [sys.executable, "-c", block], capture_output=True, text=True, timeout=60,
         env=tickq_env(), cwd=str(ROOT),
