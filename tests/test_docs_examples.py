@@ -72,17 +72,48 @@ def test_skipped_blocks_say_why() -> None:
     "page", [page for page in PAGES if python_blocks(page)], ids=lambda page: page.name
 )
 def test_page_examples_run(page: Path, tmp_path: Path) -> None:
-    blocks = python_blocks(page)
+    result = run_examples(page, tmp_path)
+    if result.returncode != 0:
+        pytest.fail(f"{page.name}: an example failed:\n{result.stderr}", pytrace=False)
+
+
+def run_examples(page: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = tickq_env()
     for name in UNSET:
         env.pop(name, None)
     script = tmp_path / "examples_of_the_page.py"
-    script.write_text(RUNNER.format(blocks=blocks), encoding="utf-8")
+    script.write_text(RUNNER.format(blocks=python_blocks(page)), encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=90,
         env=env, cwd=work,
     )  # fmt: skip
-    if result.returncode != 0:
-        pytest.fail(f"{page.name}: an example failed:\n{result.stderr}", pytrace=False)
+
+
+def test_the_runner_shares_a_namespace_and_only_compiles_not_run_blocks(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# A page\n\n```python\nimport os\nseen = [os.listdir()]\n```\n\n"
+        "```python\n# not run: needs a real provider\nraise SystemExit('ran it')\n```\n"
+        "\n- in a list:\n\n    ```python\n    seen.append(1)\n    assert seen == [[], 1]\n    ```\n"
+    )
+    result = run_examples(page, tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ("x = 1\nraise ValueError('at fault')\n", 'page.md", line 5'),  # the Markdown line
+        ("# not run: compiled all the same\ndef broken(:\n", "SyntaxError"),
+    ],
+    ids=["raises", "not-run-syntax-error"],
+)
+def test_a_failing_example_names_its_page_and_line(
+    tmp_path: Path, block: str, expected: str
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n```python\n{block}```\n")
+    result = run_examples(page, tmp_path)
+    assert result.returncode == 1 and expected in result.stderr, result.stderr
