@@ -7,7 +7,7 @@
 Postgres: --postgres-url, else $TICKQ_BENCH_POSTGRES_URL, else the local test database.
 Each run gets its own schema, dropped at the end. Every figure is the median of at least
 three runs with min-max; a run that loses or duplicates a job is reported as FAILED
-(and the exit code is 1), never as a number. See README.md, "Performance".
+(and the exit code is 1), never as a number. See docs/performance.md.
 """
 
 from __future__ import annotations
