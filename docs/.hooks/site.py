@@ -56,6 +56,7 @@ class DoctestPreprocessor(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
         out: list[str] = []
         fenced = in_doctest = False
+        indent = ""
         for line in lines:
             if in_doctest and not line.strip():
                 out.append(f"{indent}```")
