@@ -64,13 +64,19 @@ class Worker:
         poll_interval: float | None = None,
         grace: float = DEFAULT_GRACE,
         stop: threading.Event | None = None,
+        listen_url: str | None = None,
     ) -> None:
         self.queue, self.store = queue, queue.store
         self.queues = parse_queues(queues)
         self.concurrency = _check_concurrency(concurrency)
+        self.listen_url = listen_url or os.environ.get("TICKQ_LISTEN_URL") or None
+        self.listens = self.store.can_listen and bool(
+            self.listen_url or not self.store.transaction_pooled
+        )
+        default_poll = DEFAULT_POLL.get(self.store.dialect, 1.0) if self.listens else 1.0
         self.poll_interval = _check_seconds(
-            "poll_interval", DEFAULT_POLL.get(self.store.dialect, 1.0)
-            if poll_interval is None else poll_interval, zero_ok=False,
+            "poll_interval", default_poll if poll_interval is None else poll_interval,
+            zero_ok=False,
         )  # fmt: skip
         self.grace = _check_seconds("grace", grace, zero_ok=True)
         self.rescue_every = min(queue.lease_seconds / 4, self.poll_interval)
@@ -371,14 +377,14 @@ class Worker:
 
     # -- LISTEN/NOTIFY ------------------------------------------------------------------
     def _start_listener(self) -> None:
-        if self.store.can_listen:
+        if self.listens:
             threading.Thread(target=self._listen, name="tickq-listen", daemon=True).start()
 
     def _listen(self) -> None:
         leave_signals_to_main_thread()
         while not self._listener_stop.is_set():
             try:
-                self.store.listen(self._listening, self._listener_stop)
+                self.store.listen(self._listening, self._listener_stop, self.listen_url)
             except Exception as exc:
                 self._listener_stop.wait(self._listen_trouble.happened(exc))
 
@@ -419,7 +425,7 @@ class Worker:
         from . import __version__
 
         queues = ",".join(self.queues) if self.queues else "all"
-        wake = "LISTEN/NOTIFY" if self.store.can_listen else "in-process enqueues"
+        wake = self._wake_up()
         log.info(
             "tickq %s worker %s started: backend %s %s, queues %s, concurrency %d, wake-up on "
             "%s, poll every %gs, lease %gs, grace %gs, %d schedule(s)", __version__,
@@ -431,8 +437,21 @@ class Worker:
                    "queues": list(self.queues or []), "concurrency": self.concurrency,
                    "poll_interval": self.poll_interval, "lease_seconds": self.queue.lease_seconds,
                    "grace": self.grace, "schedules": sorted(self.queue.schedules),
-                   "pid": os.getpid()},
+                   "pid": os.getpid(), "wake_up": wake},
         )  # fmt: skip
+
+    def _wake_up(self) -> str:
+        """How the worker hears of new jobs, in words for the start line."""
+        if not self.store.can_listen:
+            return "in-process enqueues"
+        if self.listen_url:
+            return f"LISTEN/NOTIFY on a direct connection to {where(self.listen_url)}"
+        if not self.listens:
+            return (
+                "polling only (behind a transaction pooler LISTEN hears nothing; give the "
+                "worker a direct connection with listen_url= or TICKQ_LISTEN_URL)"
+            )
+        return "LISTEN/NOTIFY"
 
 
 class Flag:
