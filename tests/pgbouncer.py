@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
 from conftest import PG_URL
 
 

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from conftest import PG_URL, require_postgres, with_search_path
 from pgbouncer import PgBouncer, create_schema_role, drop_schema_role
-from workerproc import WorkerProcess, eventually, runs
-
 from tickq import ConfigurationError, Queue
 from tickq.store.pooler import guess_pooler, split_pooler
+from workerproc import WorkerProcess, eventually, runs
 
 Start = Callable[..., tuple[PgBouncer, str]]
 
@@ -53,7 +53,7 @@ def test_pooler_option_is_taken_off_the_url_and_checked() -> None:
     url, mode = split_pooler("postgresql://u@h:6432/db?sslmode=require&pooler=transaction")
     assert (url, mode) == ("postgresql://u@h:6432/db?sslmode=require", "transaction")
     assert split_pooler("postgresql://u@h/db") == ("postgresql://u@h/db", None)
-    with pytest.raises(ConfigurationError, match="pooler must be one of .* got 'txn'"):
+    with pytest.raises(ConfigurationError, match=r"pooler must be one of .* got 'txn'"):
         split_pooler("postgresql://u@h/db?pooler=txn")
 
 
