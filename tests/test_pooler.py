@@ -53,6 +53,11 @@ def test_pooler_option_is_taken_off_the_url_and_checked() -> None:
     url, mode = split_pooler("postgresql://u@h:6432/db?sslmode=require&pooler=transaction")
     assert (url, mode) == ("postgresql://u@h:6432/db?sslmode=require", "transaction")
     assert split_pooler("postgresql://u@h/db") == ("postgresql://u@h/db", None)
+    kept = "postgresql://u:p%40ss@h/db?options=-c%20search_path%3Dx&pooler=session"
+    assert split_pooler(kept) == (
+        "postgresql://u:p%40ss@h/db?options=-c%20search_path%3Dx",
+        "session",
+    )
     with pytest.raises(ConfigurationError, match=r"pooler must be one of .* got 'txn'"):
         split_pooler("postgresql://u@h/db?pooler=txn")
 
@@ -277,3 +282,10 @@ def _enqueue_on(q: Queue, conn: object) -> int:
         def work(seconds: float = 0.0) -> None: ...
 
     return q.enqueue("work", {}, conn=conn)
+
+
+def test_a_listen_url_that_is_not_a_postgres_url_is_refused_at_start(pg_schema_url: str) -> None:
+    from tickq.worker import Worker
+
+    with pytest.raises(ConfigurationError, match="listen_url must be a postgresql:// URL"):
+        Worker(Queue(pg_schema_url), listen_url="postgresql://h/db?nonsense=1")

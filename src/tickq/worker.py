@@ -73,6 +73,8 @@ class Worker:
         self.listens = self.store.can_listen and bool(
             self.listen_url or not self.store.transaction_pooled
         )
+        if self.listen_url and self.store.can_listen:
+            self.listen_url = self.store.direct_url(self.listen_url)
         default_poll = DEFAULT_POLL.get(self.store.dialect, 1.0) if self.listens else 1.0
         self.poll_interval = _check_seconds(
             "poll_interval", default_poll if poll_interval is None else poll_interval,

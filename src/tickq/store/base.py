@@ -421,6 +421,10 @@ class SqlStore:
             for wake in tuple(self._subscribers):
                 wake(queues)
 
+    def direct_url(self, url: str) -> str:
+        """``url`` checked as an address to ``listen`` on."""
+        return url
+
     def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
         """Block until ``stop`` is set, calling ``wake`` for other processes' enqueues;
         ``url``: listen on a connection to there (a direct one, past a pooler).

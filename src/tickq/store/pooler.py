@@ -14,7 +14,7 @@ to transaction mode by itself the first time the server reports a lost prepared 
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
 
@@ -24,8 +24,8 @@ MODES = ("transaction", "session", "none")
 def split_pooler(url: str) -> tuple[str, str | None]:
     """The URL without tickq's ``pooler=`` option, and that option (None when absent)."""
     parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    given = [v for k, v in query if k == "pooler"]
+    pairs = parts.query.split("&") if parts.query else []
+    given = [unquote(p.partition("=")[2]) for p in pairs if p.partition("=")[0] == "pooler"]
     if not given:
         return url, None
     mode = given[-1].strip().lower()
@@ -33,7 +33,7 @@ def split_pooler(url: str) -> tuple[str, str | None]:
         raise ConfigurationError(
             f"pooler must be one of {', '.join(MODES)} in the database URL, got {given[-1]!r}"
         )
-    rest = urlencode([(k, v) for k, v in query if k != "pooler"])
+    rest = "&".join(p for p in pairs if p.partition("=")[0] != "pooler")  # the rest as given
     return urlunsplit(parts._replace(query=rest)), mode
 
 

@@ -81,6 +81,19 @@ class PostgresStore(SqlStore):
             extra["prepare_threshold"] = None  # prepared statements live per server connection
         return self.psycopg.connect(url, autocommit=True, connect_timeout=10, **extra)
 
+    def direct_url(self, url: str) -> str:
+        """``url`` checked as a Postgres URL to listen on (``listen_url``)."""
+        direct = split_pooler(normalise_url(url))[0]
+        try:
+            self.psycopg.conninfo.conninfo_to_dict(direct)
+        except self.psycopg.ProgrammingError as exc:
+            shown = direct.split("@")[-1]
+            raise ConfigurationError(
+                f"listen_url must be a postgresql:// URL of the same database, got {shown!r} "
+                f"({_first_line(exc)})"
+            ) from exc
+        return direct
+
     def run(self, name: str, **params: Any) -> Rows:
         try:
             return super().run(name, **params)
@@ -164,7 +177,7 @@ class PostgresStore(SqlStore):
         catch what was enqueued while not), then ``wake({queue})`` per notification."""
         channel = self.run("channel")[0][0]  # named after this table, as the enqueues see it
         with self._errors():
-            conn = self._connect(split_pooler(normalise_url(url))[0] if url else None)
+            conn = self._connect(self.direct_url(url) if url else None)
         try:
             with self._errors():
                 conn.execute(self.psycopg.sql.SQL("LISTEN {}").format(
