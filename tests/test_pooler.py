@@ -207,7 +207,7 @@ def test_worker_behind_a_transaction_pooler_without_listen_url_polls_and_says_so
 
 
 # -- session mode ------------------------------------------------------------------------
-def test_session_mode_pooler_keeps_listen_and_prepared_statements(pooled: Start) -> None:
+def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -> None:
     bouncer, schema = pooled("session")
     url = bouncer.url(schema)
     q = Queue(url)
@@ -218,6 +218,10 @@ def test_session_mode_pooler_keeps_listen_and_prepared_statements(pooled: Start)
         time.sleep(0.3)
         ids = [_enqueue_work(q) for _ in range(20)]  # past psycopg's prepare threshold
         eventually(lambda: all(q.get_job(i).status == "done" for i in ids), 20, "jobs done")  # type: ignore[union-attr]
+        sql = "SELECT count(*) FROM pg_prepared_statements"
+        assert (
+            q.store.connection().execute(sql).fetchone()[0] > 0
+        )  # session mode: psycopg's prepared statements stay on
         w.send(15)
         assert w.wait() == 0
     assert "trouble" not in w.output
