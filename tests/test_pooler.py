@@ -206,6 +206,33 @@ def test_worker_behind_a_transaction_pooler_without_listen_url_polls_and_says_so
     assert "listening for enqueues" not in w.output
 
 
+def test_worker_that_finds_the_pooler_out_late_stops_listening_and_polls(
+    pooled: Start, tmp_path: Path
+) -> None:
+    # One server connection: the test's enqueues prepare _pg3_0 on it, so the worker's own
+    # fifth claim (its first prepared statement, also _pg3_0) meets "already exists". Jobs
+    # of 30 ms are not claimed ahead: one claim each.
+    bouncer, schema = pooled("transaction", pool_size=1)
+    url = bouncer.url(schema)
+    q = Queue(url)
+    q.migrate()
+    ids = [_enqueue_work(q, seconds=0.03) for _ in range(30)]
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    with WorkerProcess(
+        "--concurrency", "1", TICKQ_DATABASE_URL=url, TICKQ_TEST_RUNS=str(folder)
+    ) as w:
+        w.wait_for_line("polling every 1s from now on")
+        eventually(lambda: done_count(schema)["done"] == 30, 30, "30 jobs done")
+        late = _enqueue_work(q)
+        eventually(lambda: q.get_job(late).status == "done", 10, "a job enqueued later done")  # type: ignore[union-attr]
+        w.send(15)
+        assert w.wait() == 0
+    starts = Counter(n["id"] for n in runs(folder) if n["event"] == "start")
+    assert set(starts) == {*ids, late} and set(starts.values()) == {1}
+    assert "trouble" not in w.output
+
+
 # -- session mode ------------------------------------------------------------------------
 def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -> None:
     bouncer, schema = pooled("session")
@@ -227,13 +254,13 @@ def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -
     assert "trouble" not in w.output
 
 
-def _enqueue_work(q: Queue) -> int:
+def _enqueue_work(q: Queue, **payload: float) -> int:
     if q.definition("work") is None:
 
         @q.job(name="work")
         def work(seconds: float = 0.0) -> None: ...
 
-    return q.enqueue("work", {})
+    return q.enqueue("work", payload)
 
 
 # -- what tickq leaves behind, and what it does when recording fails ---------------------

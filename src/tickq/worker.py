@@ -81,6 +81,7 @@ class Worker:
             zero_ok=False,
         )  # fmt: skip
         self.grace = _check_seconds("grace", grace, zero_ok=True)
+        self._poll_given = poll_interval is not None
         self.rescue_every = min(queue.lease_seconds / 4, self.poll_interval)
         self.report = new_report()
         self._stop = stop or Flag()
@@ -141,6 +142,7 @@ class Worker:
             self._sleep(self._idle_for())
 
     def _step(self) -> None:
+        self._stop_deaf_listener()
         self._collect()
         self._abandon_lost()
         self._unstall()
@@ -389,6 +391,20 @@ class Worker:
                 self.store.listen(self._listening, self._listener_stop, self.listen_url)
             except Exception as exc:
                 self._listener_stop.wait(self._listen_trouble.happened(exc))
+
+    def _stop_deaf_listener(self) -> None:
+        """The store found a transaction pooler out only now: LISTEN there hears nothing."""
+        if not (self.listens and not self.listen_url and self.store.transaction_pooled):
+            return
+        self.listens = False
+        self._listener_stop.set()
+        if not self._poll_given:
+            self.poll_interval = min(self.poll_interval, 1.0)
+            self.rescue_every = min(self.rescue_every, self.poll_interval)
+        log.warning("tickq worker: PostgreSQL is behind a transaction pooler, where LISTEN "
+                    "hears nothing; polling every %gs from now on (give the worker a direct "
+                    "connection with listen_url= or TICKQ_LISTEN_URL)", self.poll_interval,
+                    extra={"event": "polling"})  # fmt: skip
 
     def _listening(self, queues: set[str] | None) -> None:
         # (Re)connected: anything enqueued meanwhile was not heard, so look (_enqueued).
