@@ -139,6 +139,8 @@ def test_a_transaction_pooler_is_found_out_by_the_first_lost_prepared_statement(
     assert second.store.transaction_pooled
     assert "Add ?pooler=transaction to the database URL" in caplog.text
     assert len(first.list_jobs(limit=100)) == 16
+    assert second.process_jobs(limit=10)["succeeded"] == 10
+    assert first.tick(limit=10)["jobs"]["succeeded"] == 6
 
 
 def test_migrate_through_a_transaction_pooler_from_several_processes_at_once(
