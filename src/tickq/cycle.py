@@ -6,8 +6,9 @@ the time budget is reached; returns a JSON-serialisable report.
 
 from __future__ import annotations
 
-from time import monotonic
+from time import monotonic, sleep
 
+from .errors import DatabaseUnavailable, TickqError
 from .execute import execute
 from .logger import INFO, WARNING, held_lines, log
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 FIRST_BATCH = 10
 """Jobs a cycle with a time budget claims first, before it knows how long they take."""
 MAX_BATCH = 100
+RECORD_RETRIES = (0.2, 0.5, 1.0, 2.0)
+"""Seconds between tries to record finished outcomes (the lease keeper holds them meanwhile):
+a finished job left ``running`` would run again once its lease ran out."""
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
                  "released")  # fmt: skip
@@ -141,13 +145,38 @@ def record_and_claim(
     if lost or any(o.kind == "lost" for o in outcomes):  # "lost": never started (pool)
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "lost"]
         applied = [o for o in outcomes if o.job.id not in lost and o.kind != "lost"]
-    recorded, jobs = queue.store.record_and_claim(
-        queue.owner, applied, limit, queue.lease_seconds, queues
-    )
+    try:
+        recorded, jobs = queue.store.record_and_claim(
+            queue.owner, applied, limit, queue.lease_seconds, queues
+        )
+    except Exception as exc:
+        if not applied or not _worth_retrying(exc):
+            raise
+        recorded, jobs = _record_again(queue, applied, exc), []
     recorded.stale.extend(stale)
     report["claimed"] += len(jobs)
     tally(queue, outcomes, recorded, report)
     return recorded, jobs
+
+
+def _worth_retrying(exc: Exception) -> bool:
+    return isinstance(exc, DatabaseUnavailable) or not isinstance(exc, TickqError)
+
+
+def _record_again(queue: Queue, applied: list[Outcome], exc: Exception) -> Recorded:
+    """Send the outcomes again (without the claim): each is fenced by status, attempt and
+    owner, so one that did reach the database counts as stale, never twice."""
+    for delay in RECORD_RETRIES:
+        log.warning("tickq could not record %d finished job(s) (%s); trying again in %gs",
+                    len(applied), exc, delay, extra={"event": "record_retry"})  # fmt: skip
+        sleep(delay)
+        try:
+            return queue.store.record(queue.owner, applied)
+        except Exception as again:
+            if not _worth_retrying(again):
+                raise
+            exc = again
+    raise exc
 
 
 def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:

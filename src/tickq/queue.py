@@ -527,6 +527,7 @@ class Queue:
         grace: float = 25.0,
         log_format: str | None = None,
         stop: threading.Event | None = None,
+        listen_url: str | None = None,
     ) -> dict[str, Any]:
         """Run jobs in this process until SIGTERM/SIGINT (or ``stop.set()``); ``tickq worker``.
 
@@ -538,7 +539,9 @@ class Queue:
         seconds for running jobs, then puts the rest back to pending without counting the
         attempt. ``log_format`` ("text" or "json") sends tickq's log lines to stderr; left
         None, logging is yours to configure. Returns the totals (``claimed``,
-        ``succeeded``, ...).
+        ``succeeded``, ...). Behind a transaction pooler (``?pooler=transaction``) LISTEN
+        hears nothing: give ``listen_url`` (or ``TICKQ_LISTEN_URL``), a direct connection
+        to the same database, or the worker polls every ``poll_interval`` (default 1).
         """
         from .worker import Worker
 
@@ -550,7 +553,7 @@ class Queue:
         try:
             return Worker(
                 self, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
-                grace=grace, stop=stop,
+                grace=grace, stop=stop, listen_url=listen_url,
             ).run()  # fmt: skip
         finally:
             if handler is not None:

@@ -64,15 +64,24 @@ class Worker:
         poll_interval: float | None = None,
         grace: float = DEFAULT_GRACE,
         stop: threading.Event | None = None,
+        listen_url: str | None = None,
     ) -> None:
         self.queue, self.store = queue, queue.store
         self.queues = parse_queues(queues)
         self.concurrency = _check_concurrency(concurrency)
+        self.listen_url = listen_url or os.environ.get("TICKQ_LISTEN_URL") or None
+        self.listens = self.store.can_listen and bool(
+            self.listen_url or not self.store.transaction_pooled
+        )
+        if self.listen_url and self.store.can_listen:
+            self.listen_url = self.store.direct_url(self.listen_url)
+        default_poll = DEFAULT_POLL.get(self.store.dialect, 1.0) if self.listens else 1.0
         self.poll_interval = _check_seconds(
-            "poll_interval", DEFAULT_POLL.get(self.store.dialect, 1.0)
-            if poll_interval is None else poll_interval, zero_ok=False,
+            "poll_interval", default_poll if poll_interval is None else poll_interval,
+            zero_ok=False,
         )  # fmt: skip
         self.grace = _check_seconds("grace", grace, zero_ok=True)
+        self._poll_given = poll_interval is not None
         self.rescue_every = min(queue.lease_seconds / 4, self.poll_interval)
         self.report = new_report()
         self._stop = stop or Flag()
@@ -133,6 +142,7 @@ class Worker:
             self._sleep(self._idle_for())
 
     def _step(self) -> None:
+        self._stop_deaf_listener()
         self._collect()
         self._abandon_lost()
         self._unstall()
@@ -371,16 +381,30 @@ class Worker:
 
     # -- LISTEN/NOTIFY ------------------------------------------------------------------
     def _start_listener(self) -> None:
-        if self.store.can_listen:
+        if self.listens:
             threading.Thread(target=self._listen, name="tickq-listen", daemon=True).start()
 
     def _listen(self) -> None:
         leave_signals_to_main_thread()
         while not self._listener_stop.is_set():
             try:
-                self.store.listen(self._listening, self._listener_stop)
+                self.store.listen(self._listening, self._listener_stop, self.listen_url)
             except Exception as exc:
                 self._listener_stop.wait(self._listen_trouble.happened(exc))
+
+    def _stop_deaf_listener(self) -> None:
+        """The store found a transaction pooler out only now: LISTEN there hears nothing."""
+        if not (self.listens and not self.listen_url and self.store.transaction_pooled):
+            return
+        self.listens = False
+        self._listener_stop.set()
+        if not self._poll_given:
+            self.poll_interval = min(self.poll_interval, 1.0)
+            self.rescue_every = min(self.rescue_every, self.poll_interval)
+        log.warning("tickq worker: PostgreSQL is behind a transaction pooler, where LISTEN "
+                    "hears nothing; polling every %gs from now on (give the worker a direct "
+                    "connection with listen_url= or TICKQ_LISTEN_URL)", self.poll_interval,
+                    extra={"event": "polling"})  # fmt: skip
 
     def _listening(self, queues: set[str] | None) -> None:
         # (Re)connected: anything enqueued meanwhile was not heard, so look (_enqueued).
@@ -419,7 +443,7 @@ class Worker:
         from . import __version__
 
         queues = ",".join(self.queues) if self.queues else "all"
-        wake = "LISTEN/NOTIFY" if self.store.can_listen else "in-process enqueues"
+        wake = self._wake_up()
         log.info(
             "tickq %s worker %s started: backend %s %s, queues %s, concurrency %d, wake-up on "
             "%s, poll every %gs, lease %gs, grace %gs, %d schedule(s)", __version__,
@@ -431,8 +455,21 @@ class Worker:
                    "queues": list(self.queues or []), "concurrency": self.concurrency,
                    "poll_interval": self.poll_interval, "lease_seconds": self.queue.lease_seconds,
                    "grace": self.grace, "schedules": sorted(self.queue.schedules),
-                   "pid": os.getpid()},
+                   "pid": os.getpid(), "wake_up": wake},
         )  # fmt: skip
+
+    def _wake_up(self) -> str:
+        """How the worker hears of new jobs, in words for the start line."""
+        if not self.store.can_listen:
+            return "in-process enqueues"
+        if self.listen_url:
+            return f"LISTEN/NOTIFY on a direct connection to {where(self.listen_url)}"
+        if not self.listens:
+            return (
+                "polling only (behind a transaction pooler LISTEN hears nothing; give the "
+                "worker a direct connection with listen_url= or TICKQ_LISTEN_URL)"
+            )
+        return "LISTEN/NOTIFY"
 
 
 class Flag:

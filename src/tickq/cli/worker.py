@@ -36,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--log-format", choices=("text", "json"), default="text",
         help="log lines for people (text) or one JSON object per line (json)",
     )  # fmt: skip
+    worker.add_argument(
+        "--listen-url", default=None, metavar="URL",
+        help="a direct Postgres connection for LISTEN when the app's URL goes through a "
+        "transaction pooler (default: $TICKQ_LISTEN_URL; without either it polls there)",
+    )  # fmt: skip
     worker.set_defaults(handler=run_worker)
 
 
@@ -43,6 +48,6 @@ def run_worker(args: argparse.Namespace) -> int:
     q = load_app(args.app)
     q.run_worker(
         queues=args.queues, concurrency=args.concurrency, poll_interval=args.poll_interval,
-        grace=args.grace, log_format=args.log_format,
+        grace=args.grace, log_format=args.log_format, listen_url=args.listen_url,
     )  # fmt: skip
     return 0

@@ -123,6 +123,8 @@ class SqlStore:
     paramstyle = "named"
     can_listen = False
     """True when ``listen`` hears other processes' enqueues (Postgres LISTEN/NOTIFY)."""
+    transaction_pooled = False
+    """True behind a transaction pooler: LISTEN hears nothing there without a direct URL."""
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         self.url = url
@@ -419,8 +421,13 @@ class SqlStore:
             for wake in tuple(self._subscribers):
                 wake(queues)
 
-    def listen(self, wake: Wake, stop: threading.Event) -> None:
-        """Block until ``stop`` is set, calling ``wake`` for other processes' enqueues.
+    def direct_url(self, url: str) -> str:
+        """``url`` checked as an address to ``listen`` on."""
+        return url
+
+    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+        """Block until ``stop`` is set, calling ``wake`` for other processes' enqueues;
+        ``url``: listen on a connection to there (a direct one, past a pooler).
 
         Only where ``can_listen``; raises ``DatabaseUnavailable`` when the connection drops.
         """

@@ -65,9 +65,13 @@ def sync_runner(store: SqlStore, conn: Any) -> SyncRun:
         _check_dialect(store, "postgres", conn)
         q = _queries("postgres", "pyformat")
 
+        # Never prepare on the caller's connection: behind a transaction pooler a prepared
+        # statement left there would break the caller's later queries (psycopg2 never does).
+        no_prepare = {"prepare": False} if module == "psycopg" else {}
+
         def run_psycopg(name: str, params: dict[str, Any]) -> Rows:
             with conn.cursor() as cur:
-                cur.execute(q[name], params)
+                cur.execute(q[name], params, **no_prepare)
                 return cur.fetchall() if cur.description else []
 
         return run_psycopg
@@ -98,7 +102,7 @@ def async_runner(store: SqlStore, conn: Any) -> AsyncRun:
 
         async def run_psycopg(name: str, params: dict[str, Any]) -> Rows:
             async with conn.cursor() as cur:
-                await cur.execute(q[name], params)
+                await cur.execute(q[name], params, prepare=False)  # as in sync_runner
                 return await cur.fetchall() if cur.description else []
 
         return run_psycopg

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
+from ..logger import log
 from .base import CHUNK, ScheduleMove, SqlStore
+from .pooler import guess_pooler, split_pooler
 
 if TYPE_CHECKING:
     from .base import Outcome, Rows, Statement, Wake
@@ -41,44 +43,114 @@ def normalise_url(url: str) -> str:
     return f"postgresql{sep}{rest}" if scheme.startswith(("postgresql+", "postgres")) else url
 
 
+class PoolerLostStatement(DatabaseUnavailable):
+    """A transaction pooler lost or mixed up a prepared statement; safe to send again."""
+
+
 class PostgresStore(SqlStore):
-    """Jobs in a Postgres table; several workers on several machines share it safely."""
+    """Jobs in a Postgres table; several workers on several machines share it safely.
+
+    ``pooler`` (``?pooler=`` on the URL, see ``store.pooler``) is ``transaction`` behind a
+    transaction pooler: no prepared statements, and LISTEN only on a direct connection.
+    """
 
     dialect = "postgres"
     paramstyle = "pyformat"
     can_listen = True
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
-        super().__init__(normalise_url(url), clock)
+        url, pooler = split_pooler(normalise_url(url))
+        super().__init__(url, clock)
+        self.pooler = pooler or guess_pooler(url)
         self.psycopg = _psycopg()
+
+    @property
+    def transaction_pooled(self) -> bool:
+        """True behind a transaction pooler (LISTEN there hears nothing)."""
+        return self.pooler == "transaction"
 
     def _db_clock(self) -> bool:
         return isinstance(self.clock, SystemClock)
 
-    def _connect(self) -> Any:
+    def _connect(self, direct: str | None = None) -> Any:
+        url = direct or self.url
         # A URL's own application_name wins (DBAs use it to tell processes apart).
-        named = "application_name" in self.psycopg.conninfo.conninfo_to_dict(self.url)
-        extra = {} if named else {"application_name": "tickq"}
-        return self.psycopg.connect(self.url, autocommit=True, connect_timeout=10, **extra)
+        named = "application_name" in self.psycopg.conninfo.conninfo_to_dict(url)
+        extra: dict[str, Any] = {} if named else {"application_name": "tickq"}
+        if self.transaction_pooled and not direct:
+            extra["prepare_threshold"] = None  # prepared statements live per server connection
+        return self.psycopg.connect(url, autocommit=True, connect_timeout=10, **extra)
+
+    def direct_url(self, url: str) -> str:
+        """``url`` checked as a Postgres URL to listen on (``listen_url``)."""
+        direct = split_pooler(normalise_url(url))[0]
+        try:
+            self.psycopg.conninfo.conninfo_to_dict(direct)
+        except self.psycopg.ProgrammingError as exc:
+            shown = direct.split("@")[-1]
+            raise ConfigurationError(
+                f"listen_url must be a postgresql:// URL of the same database, got {shown!r} "
+                f"({_first_line(exc)})"
+            ) from exc
+        return direct
+
+    def run(self, name: str, **params: Any) -> Rows:
+        try:
+            return super().run(name, **params)
+        except PoolerLostStatement:
+            return super().run(name, **params)  # the statement never ran: send it again
+
+    def run_many(self, statements: Sequence[Statement]) -> list[Rows]:
+        try:
+            return super().run_many(statements)
+        except PoolerLostStatement:
+            return super().run_many(statements)  # none ran (one implicit transaction)
+
+    def _pooler_lost_statement(self, exc: Exception) -> PoolerLostStatement:
+        """Switch to transaction-pooler mode for good: no more prepared statements."""
+        self.drop_connection()
+        where = self._where()
+        if not self.transaction_pooled:
+            self.pooler = "transaction"
+            log.warning(
+                "tickq: PostgreSQL at %s reports a prepared statement lost or duplicated "
+                "(%s): a transaction pooler (e.g. pgbouncer pool_mode=transaction) sits in "
+                "front of it; tickq prepares no more statements. Add ?pooler=transaction to "
+                "the database URL to say so from the start", where, _first_line(exc),
+                extra={"event": "pooler_detected"},
+            )  # fmt: skip
+        return PoolerLostStatement(
+            f"PostgreSQL at {where} lost a prepared statement behind a transaction pooler "
+            f"({_first_line(exc)}); tickq no longer prepares statements and sends it again"
+        )
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
         errors = self.psycopg.errors
         try:
             yield
+        except (errors.DuplicatePreparedStatement, errors.InvalidSqlStatementName) as exc:
+            raise self._pooler_lost_statement(exc) from exc
         except (errors.UndefinedTable, errors.UndefinedFunction) as exc:
             raise SchemaMissing(
                 f"tickq's tables are missing in this database, or not up to date "
                 f"({exc.diag.message_primary}); run q.migrate() or `tickq migrate APP` first"
             ) from exc
+        except errors.PipelineAborted as exc:
+            self.drop_connection()
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {self._where()} aborted a batch of statements after an "
+                f"earlier one failed ({_first_line(exc)}); tickq reconnects and tries again"
+            ) from exc
         except self.psycopg.OperationalError as exc:
             self.drop_connection()
-            where = self.url.split("@")[-1].split("?")[0]
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
             raise DatabaseUnavailable(
-                f"PostgreSQL at {where} is unreachable or dropped the connection "
-                f"({first_line}); tickq reconnects on the next call"
+                f"PostgreSQL at {self._where()} is unreachable or dropped the connection "
+                f"({_first_line(exc)}); tickq reconnects on the next call"
             ) from exc
+
+    def _where(self) -> str:
+        return self.url.split("@")[-1].split("?")[0]
 
     def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
         with conn.cursor() as cur:
@@ -99,14 +171,15 @@ class PostgresStore(SqlStore):
                 cursors.append(cur)
         return [cur.fetchall() if cur.description else [] for cur in cursors]
 
-    def listen(self, wake: Wake, stop: threading.Event) -> None:
-        """LISTEN on a connection of its own; ``wake(None)`` once listening (to catch what
-        was enqueued while not), then ``wake({queue})`` per notification, until ``stop``."""
+    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+        """LISTEN on a connection of its own (to ``url`` when given: a direct one, where
+        the main URL goes through a transaction pooler); ``wake(None)`` once listening (to
+        catch what was enqueued while not), then ``wake({queue})`` per notification."""
+        channel = self.run("channel")[0][0]  # named after this table, as the enqueues see it
         with self._errors():
-            conn = self._connect()
+            conn = self._connect(self.direct_url(url) if url else None)
         try:
             with self._errors():
-                channel = self._run(conn, self.q["channel"], {})[0][0]
                 conn.execute(self.psycopg.sql.SQL("LISTEN {}").format(
                     self.psycopg.sql.Identifier(channel)))  # fmt: skip
                 wake(None)
@@ -170,6 +243,11 @@ class PostgresStore(SqlStore):
                 )
                 applied_now.append(version)
         return applied_now
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def number_array(numbers: list[int] | list[float]) -> str:
