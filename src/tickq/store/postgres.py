@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
+from ..redact import redact_url, url_location
 from .base import CHUNK, ScheduleMove, SqlStore
 
 if TYPE_CHECKING:
@@ -35,6 +36,34 @@ def _psycopg() -> Any:
     return psycopg
 
 
+def check_url(psycopg: Any, url: str) -> None:
+    """Refuse a URL libpq cannot parse, in one line that never shows its password."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        # libpq quotes the offending part, which may be the password: keep only the reason.
+        reason = str(exc).split('"')[0].strip().rstrip(":")
+        hint = "; write a '%' in a password as %25" if "percent" in reason else ""
+        raise ConfigurationError(
+            f"invalid PostgreSQL URL {redact_url(url)!r}: {reason}{hint}"
+        ) from None
+
+
+def login_refused(message: str) -> str | None:
+    """What to do when the server refused this database or login: not a passing outage."""
+    if "does not exist" in message and "FATAL:  database" in message:
+        name = message.split('database "', 1)[-1].split('"', 1)[0]
+        return (
+            f"has no database {name!r}: create it (createdb {name}, or CREATE DATABASE in "
+            "psql) or fix the database name in the URL"
+        )
+    if "FATAL:  role" in message and "does not exist" in message:
+        return "has no such user (role): create it, or fix the user name in the URL"
+    if "password authentication failed" in message or "no pg_hba.conf entry" in message:
+        return "refused the login: check the user and password in the URL (and pg_hba.conf)"
+    return None
+
+
 def normalise_url(url: str) -> str:
     """Accept SQLAlchemy-style ``postgresql+psycopg://`` and ``postgres://`` too."""
     scheme, sep, rest = url.partition("://")
@@ -51,6 +80,7 @@ class PostgresStore(SqlStore):
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(normalise_url(url), clock)
         self.psycopg = _psycopg()
+        check_url(self.psycopg, self.url)
 
     def _db_clock(self) -> bool:
         return isinstance(self.clock, SystemClock)
@@ -73,8 +103,10 @@ class PostgresStore(SqlStore):
             ) from exc
         except self.psycopg.OperationalError as exc:
             self.drop_connection()
-            where = self.url.split("@")[-1].split("?")[0]
+            where = url_location(self.url)
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
+            if refused := login_refused(str(exc)):
+                raise ConfigurationError(f"PostgreSQL at {where} {refused}") from exc
             raise DatabaseUnavailable(
                 f"PostgreSQL at {where} is unreachable or dropped the connection "
                 f"({first_line}); tickq reconnects on the next call"

@@ -95,6 +95,15 @@ class SQLiteStore(SqlStore):
                     f"SQLite database {self.path} stayed locked by another writer for "
                     f"{self.busy_timeout:g}s; try again, or raise ?timeout= in the URL"
                 ) from exc
+            if "unable to open" in message and not self._uri:
+                import os.path
+
+                folder = os.path.dirname(os.path.abspath(self.path))
+                if not os.path.isdir(folder):
+                    raise ConfigurationError(
+                        f"cannot open SQLite database {self.path!r}: the folder {folder!r} "
+                        "does not exist; create it or fix the path in the URL"
+                    ) from exc
             if "unable to open" in message:
                 raise DatabaseUnavailable(
                     f"cannot open SQLite database {self.path!r}: {message}; "
