@@ -44,8 +44,8 @@ DATABASE_DOWN = (
     f"app's database URL points at it; {SEE_LOG}"
 )
 SCHEMA_MISSING = (
-    "tickq's tables are missing or out of date in this database: run `tickq migrate APP` "
-    f"(or q.migrate()) when deploying; {SEE_LOG}"
+    "tickq's tables are missing or out of date in this database: run q.migrate() or "
+    f"`tickq migrate APP` when deploying; {SEE_LOG}"
 )
 MISCONFIGURED = (
     "tickq cannot use its database as configured (the database named in the URL may not "
@@ -288,11 +288,13 @@ class Endpoint:
         secrets = self.options.secrets()
         if not secrets or secrets[0][0] not in CURRENT_SOURCES:
             # An old token alone is never enough: rotation means a new one is in place.
-            previous = f" (only {secrets[0][0]} is: the previous token alone is refused)"
+            previous = (
+                f" (only {secrets[0][0]} is: a previous token alone is refused)" if secrets else ""
+            )
             return error(
                 503,
-                f"the tick endpoint is disabled because {SECRET_ENV} is not set"
-                f"{previous if secrets else ''}: {SECRET_HINT}",
+                f"the tick endpoint is disabled because {SECRET_ENV} is not set{previous}: "
+                f"{SECRET_HINT}",
             )
         for source, value in secrets:
             if problem := secret_problem(value):
@@ -330,7 +332,7 @@ class Endpoint:
         try:
             summary = self.queue.tick(limit=limit, time_budget=self.options.time_budget)
         except Exception as exc:
-            response = failure_response("tick", exc)
+            response = failure_response("the tick ran nothing", exc)
             self._ping(ok=False, body=response.body)
             return response
         summary["limit"] = limit
@@ -354,8 +356,14 @@ class Endpoint:
         try:
             report = tick_health(self.queue, self.options.expected_interval, alert=alert)
         except Exception as exc:
-            refused = failure_response("health check", exc)
-            report = {"ok": False, "status": "error", "error": json.loads(refused.body)["error"]}
+            refused = failure_response("the health check failed", exc)
+            message = json.loads(refused.body)["error"]
+            report = {
+                "ok": False,
+                "status": "error",
+                "error": type(exc).__name__,
+                "message": message,
+            }
             return head_or_get(request, json_response(503, report, refused.headers))
         return head_or_get(request, json_response(200 if report["ok"] else 503, report))
 
@@ -365,7 +373,7 @@ class Endpoint:
         try:
             body = render(self.queue).encode()
         except Exception as exc:
-            return failure_response("metrics", exc)
+            return failure_response("no metrics", exc)
         return Response(200, b"" if request.method == "HEAD" else body, content_type=CONTENT_TYPE)
 
 
@@ -377,23 +385,24 @@ def head_or_get(request: Request, response: Response) -> Response:
 
 
 def failure_response(what: str, exc: Exception) -> Response:
-    """The answer when ``what`` raised: 503 (+ ``Retry-After``) when the database is down or
-    not ready, else 500. The body says what to do and never names the database's host,
+    """The answer when a handler raised (``what`` says what that means): 503 (with
+    ``Retry-After`` when the database is down) when the database is down or not ready,
+    else 500. The body says what to do and never names the database's host,
     port, name or user, nor repeats the exception's text: the log has those."""
     from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 
     if isinstance(exc, DatabaseUnavailable):
         log.warning("tickq %s: %s", what, exc)
         retry = [("retry-after", str(RETRY_AFTER_SECONDS))]
-        return error(503, f"the {what} ran nothing: {DATABASE_DOWN}", retry)
+        return error(503, f"{what} ({type(exc).__name__}): {DATABASE_DOWN}", retry)
     if isinstance(exc, SchemaMissing):
         log.error("tickq %s: %s", what, exc)
-        return error(503, f"the {what} ran nothing: {SCHEMA_MISSING}")
+        return error(503, f"{what} ({type(exc).__name__}): {SCHEMA_MISSING}")
     if isinstance(exc, ConfigurationError):
         log.error("tickq %s: %s", what, exc)
-        return error(503, f"the {what} ran nothing: {MISCONFIGURED}")
-    log.error("tickq %s failed", what, exc_info=exc)
-    return error(500, f"the {what} failed ({type(exc).__name__}); {SEE_LOG}")
+        return error(503, f"{what} ({type(exc).__name__}): {MISCONFIGURED}")
+    log.error("tickq %s", what, exc_info=exc)
+    return error(500, f"{what} ({type(exc).__name__}); {SEE_LOG}")
 
 
 def secret_problem(secret: str) -> str | None:
