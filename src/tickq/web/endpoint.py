@@ -256,6 +256,12 @@ class Endpoint:
                 Route("metrics", self.options.metrics_path, ("GET", "HEAD"), self.metrics, True)
             )
 
+    def openapi(self, title: str = "tickq endpoints") -> dict[str, Any]:
+        """The OpenAPI 3.0 description of these endpoints, as served (paths, methods)."""
+        from .openapi import describe
+
+        return describe(self.options, title)
+
     # -- dispatch ------------------------------------------------------------------------
     def find(self, path: str) -> Route | None:
         return next((r for r in self.routes if r.path == path), None)

@@ -2,8 +2,9 @@
 
 ``?limit=`` takes ASCII digits only (leading zeros allowed: ``0000000001`` is 1); a sign, a
 space, a decimal point, ``1_000``, non-ASCII digits or more than nine significant digits are
-refused. ``?strict=`` takes 1/true/yes/on or 0/false/no/off. A name given twice, or one the
-tick does not know, is refused too, so a typo (``?limt=5``) is not silently ignored.
+refused. ``?strict=`` takes 1/true/yes/on or 0/false/no/off. An empty value (``?limit=``,
+``?strict``) is refused rather than read as a default, and so is a name given twice or one
+the tick does not know, so a typo (``?limt=5``) is not silently ignored.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from urllib.parse import unquote_plus
 MAX_QUERY_FIELDS = 20
 MAX_DIGITS = 9
 TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("", "0", "false", "no", "off")
+FALSE_WORDS = ("0", "false", "no", "off")
 
 
 class QueryError(ValueError):
@@ -41,8 +42,8 @@ def parse_query(query: str, known: tuple[str, ...]) -> dict[str, str]:
 
 
 def parse_limit(raw: str | None, default: int, max_limit: int) -> int:
-    """``?limit=``: a whole number from 0, capped at ``max_limit``; absent or empty: default."""
-    if raw is None or raw == "":
+    """``?limit=``: a whole number from 0, capped at ``max_limit``; absent: ``default``."""
+    if raw is None:
         return default
     significant = raw.lstrip("0") if raw.isascii() and raw.isdigit() else None
     if significant is None or len(significant) > MAX_DIGITS:
@@ -55,7 +56,7 @@ def parse_limit(raw: str | None, default: int, max_limit: int) -> int:
 
 def parse_flag(name: str, raw: str | None) -> bool:
     """``?strict=1``: one of the true or false words, any case; absent: False."""
-    if raw is None or raw.lower() in FALSE_WORDS:
+    if raw is None or raw.lower() in FALSE_WORDS:  # an empty value is no answer: a 400
         return False
     if raw.lower() in TRUE_WORDS:
         return True
