@@ -49,6 +49,8 @@ def test_queue_repr_hides_the_password_in_the_user_part_and_the_query() -> None:
         (PASSWORD.replace("-", ""), "database URL (9 characters) has no valid scheme"),
         (f"postgresql://u:{PASSWORD}%zz@127.0.0.1/d", "invalid percent-encoded token; write a"),
         (f"postgresql://u:{PASSWORD}@h/d?bogus=1", "invalid URI query parameter"),
+        (f"sqlite://u:{PASSWORD}@h/app.db", "SQLite URL 'sqlite://u:***@h/app.db' has a host"),
+        (f"sqlite:///app.db?timeout=abc&password={PASSWORD}", "?timeout= must be seconds"),
     ],
 )
 def test_bad_urls_are_reported_without_the_password(url: str, message: str) -> None:

@@ -148,3 +148,22 @@ def test_an_anonymous_health_check_delivers_no_alert_an_authenticated_one_does(
             assert r.status_code == 503 and r.json()["status"] == "stale"
         assert len(hook.requests) == 1 and hook.requests[0].json()["kind"] == "tick_overdue"
         q.close()
+
+
+def test_an_unexpected_error_answers_500_without_its_text(
+    q: Queue, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The tick's 500 body used to carry the exception's first line (a URL, a password)."""
+
+    def broken(**_: object) -> None:  # a bug nothing real can be made to raise on purpose
+        raise RuntimeError("cannot reach postgresql://app:hunter2@db/app")
+
+    monkeypatch.setattr(q, "tick", broken)
+    with serving(q.asgi_app(secret=SECRET)) as base:
+        r = httpx.post(base + TICK, headers=AUTH, timeout=10)
+    assert r.status_code == 500
+    assert r.json() == {
+        "error": "the tick ran nothing (RuntimeError); the app's log (logger 'tickq') has "
+        "the details"
+    }
+    assert any("tickq the tick ran nothing" in rec.getMessage() for rec in caplog.records)
