@@ -167,3 +167,16 @@ def test_an_unexpected_error_answers_500_without_its_text(
         "the details"
     }
     assert any("tickq the tick ran nothing" in rec.getMessage() for rec in caplog.records)
+
+
+def test_a_failed_heartbeat_ping_logs_no_part_of_its_secret_path(
+    q: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    from test_database_down import closed_port
+
+    url = f"http://127.0.0.1:{closed_port()}/ping/5f1e-secret-uuid?token=abc123secret"
+    with serving(q.asgi_app(secret=SECRET, heartbeat_url=url)) as base:
+        assert httpx.post(base + TICK, headers=AUTH, timeout=30).status_code == 200
+    [line] = [r.getMessage() for r in caplog.records if "heartbeat" in r.getMessage()]
+    assert line.startswith("tickq heartbeat ping to http://127.0.0.1/… (")
+    assert "secret" not in line and "5f1e" not in line
