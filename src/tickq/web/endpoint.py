@@ -48,8 +48,8 @@ SCHEMA_MISSING = (
     f"`tickq migrate APP` when deploying; {SEE_LOG}"
 )
 MISCONFIGURED = (
-    "tickq cannot use its database as configured (the database named in the URL may not "
-    f"exist, or the login was refused): fix the app's database URL; {SEE_LOG}"
+    "tickq is misconfigured (e.g. the database named in the URL does not exist, or the "
+    f"login was refused): fix the configuration; {SEE_LOG}"
 )
 SECRET_HINT = (
     "set it to a long random value, e.g. the output of "
@@ -84,8 +84,9 @@ class EndpointOptions:
 
     - ``path`` / ``health_path``: where the tick and the health check answer.
     - ``secret`` / ``previous_secret``: the bearer tokens accepted; None reads
-      ``$CRON_SECRET`` / ``$CRON_SECRET_PREVIOUS`` on each request. Without any secret the
-      tick answers 503 and runs nothing.
+      ``$CRON_SECRET`` / ``$CRON_SECRET_PREVIOUS`` on each request. Each needs at least 16
+      printable ASCII characters. Without a current secret (a previous one alone is not
+      enough) the tick answers 503 and runs nothing.
     - ``allow_get``: accept GET as well as POST (Vercel Cron calls with GET).
     - ``limit`` / ``max_limit``: jobs per tick by default, and the cap on ``?limit=``.
     - ``time_budget``: seconds after which a tick starts no new job.
@@ -94,7 +95,7 @@ class EndpointOptions:
     - ``heartbeat_url``: pinged after each tick (None reads ``$TICKQ_HEARTBEAT_URL``).
     - ``metrics``: also serve Prometheus metrics at ``metrics_path`` (``GET /metrics``),
       protected by its own bearer token, ``metrics_token`` or ``$TICKQ_METRICS_TOKEN``
-      (503 while unset). Needs ``pip install 'tickq[metrics]'``.
+      (at least 16 characters; 503 while unset). Needs ``pip install 'tickq[metrics]'``.
     """
 
     path: str = "/api/cron/tick"
@@ -391,10 +392,10 @@ def head_or_get(request: Request, response: Response) -> Response:
 
 
 def failure_response(what: str, exc: Exception) -> Response:
-    """The answer when a handler raised (``what`` says what that means): 503 (with
-    ``Retry-After`` when the database is down) when the database is down or not ready,
-    else 500. The body says what to do and never names the database's host,
-    port, name or user, nor repeats the exception's text: the log has those."""
+    """The answer when a handler raised; ``what`` opens its message. 503 when the database
+    is down (with ``Retry-After``), not migrated or refused by configuration, else 500.
+    The body says what to do, never where the database lives nor the exception's text:
+    the log has those."""
     from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 
     if isinstance(exc, DatabaseUnavailable):
