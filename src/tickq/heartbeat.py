@@ -30,6 +30,19 @@ def ping_url(url: str, ok: bool) -> str:
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/fail"))
 
 
+def shown(url: str) -> str:
+    """The URL for a log line: scheme and host only, since a ping URL's path (or query) is
+    usually its secret (healthchecks.io's UUID)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        where = f"{parts.scheme or '?'}://{parts.hostname or '?'}"
+    except ValueError:
+        where = "an unparsable URL"
+    return f"{where}/… ({len(url)} characters)"
+
+
 def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -> bool:
     """POST ``body`` to the heartbeat URL; True when the monitor answered 2xx."""
     import urllib.request  # only when a heartbeat is configured: it costs milliseconds
@@ -37,7 +50,7 @@ def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -
 
     target = ping_url(url, ok)
     if urlsplit(target).scheme not in ("http", "https"):
-        log.error("tickq heartbeat URL must be http(s)://..., got %r; not pinging", url)
+        log.error("tickq heartbeat URL must be http(s)://..., got %s; not pinging", shown(url))
         return False
     request = urllib.request.Request(
         target,
@@ -50,6 +63,5 @@ def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -
             response.read(1024)
             return 200 <= response.status < 300
     except (OSError, ValueError) as exc:
-        shown = urlsplit(target)._replace(query="").geturl()
-        log.warning("tickq heartbeat ping to %s failed: %s", shown, exc)
+        log.warning("tickq heartbeat ping to %s failed: %s", shown(target), exc)
         return False

@@ -12,6 +12,7 @@ from .job import Frozen, NewJob
 from .lease import LeaseKeeper
 from .logger import log
 from .payload import dump_payload
+from .redact import redact_url
 from .retry import as_backoff
 from .signature import is_async, parameters, payload_names, signature_text
 from .store import open_store
@@ -53,6 +54,7 @@ else:
 
 
 DEFAULT_URL = "sqlite:///tickq.db"
+DATABASE_ENV = "TICKQ_DATABASE_URL"
 UNIQUE_SCOPES = ("active", "all")
 RESERVED_PARAMS = ("conn",)
 # Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
@@ -176,7 +178,9 @@ class Queue:
     >>> q.process_jobs(limit=100)["succeeded"]
     1
 
-    ``Queue()`` reads ``TICKQ_DATABASE_URL``, else uses ``sqlite:///tickq.db``.
+    ``Queue()`` reads ``TICKQ_DATABASE_URL``, else uses ``sqlite:///tickq.db`` (the file
+    ``tickq.db`` in the current folder) and logs at INFO which one it chose. An empty URL,
+    or an empty ``TICKQ_DATABASE_URL``, is an error, never a quiet fallback.
     """
 
     def __init__(
@@ -191,7 +195,7 @@ class Queue:
     ) -> None:
         if lease_seconds < 3:
             raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
-        self.url = url or os.environ.get("TICKQ_DATABASE_URL") or DEFAULT_URL
+        self.url = database_url(url)
         self.store: SqlStore = open_store(self.url, clock or SystemClock())
         self.lease_seconds = float(lease_seconds)
         self.strict = strict
@@ -221,7 +225,7 @@ class Queue:
         return self._alerts
 
     def __repr__(self) -> str:
-        shown = self.url.split("@")[-1] if "@" in self.url else self.url
+        shown = redact_url(self.url)
         return f"<tickq.Queue {self.store.dialect} {shown!r} jobs={sorted(self._definitions)}>"
 
     @property
@@ -733,11 +737,17 @@ class Queue:
 
         return enqueue_schedules(self)
 
-    def health(self, expected_interval: timedelta = timedelta(minutes=15)) -> dict[str, Any]:
-        """When the last tick ran; ``ok`` is False once it is older than twice the interval."""
+    def health(
+        self, expected_interval: timedelta = timedelta(minutes=15), *, alert: bool = True
+    ) -> dict[str, Any]:
+        """When the last tick ran; ``ok`` is False once it is older than twice the interval.
+
+        A stale tick also raises the overdue alert (once an hour) and delivers it, unless
+        ``alert=False``: pass that when an anonymous caller (a public route) triggers this.
+        """
         from .tick import tick_health
 
-        return tick_health(self, expected_interval)
+        return tick_health(self, expected_interval, alert=alert)
 
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints behind every adapter below."""
@@ -777,6 +787,34 @@ class Queue:
         from .web.django import urls
 
         return urls(self.endpoint(**options))
+
+
+def database_url(url: str | None) -> str:
+    """The URL given, else ``$TICKQ_DATABASE_URL``, else ``sqlite:///tickq.db``; never ''."""
+    if url is not None:
+        if not isinstance(url, str):
+            raise ConfigurationError(
+                f"the database URL must be a str like 'sqlite:///app.db', got {type(url).__name__}"
+            )
+        if not url.strip():
+            raise ConfigurationError(
+                f"the database URL is empty ({url!r}): pass one, e.g. Queue('sqlite:///app.db') "
+                f"or Queue('postgresql://user@host:5432/db'), or call Queue() to read "
+                f"${DATABASE_ENV} (else {DEFAULT_URL})"
+            )
+        return url.strip()
+    found = os.environ.get(DATABASE_ENV)
+    if found is not None and not found.strip():
+        raise ConfigurationError(
+            f"${DATABASE_ENV} is set but empty: set it to the database URL, or unset it to "
+            f"use {DEFAULT_URL}"
+        )
+    if found:
+        log.info("tickq uses the database in $%s: %s", DATABASE_ENV, redact_url(found.strip()))
+        return found.strip()
+    log.info("tickq uses %s (./tickq.db in %s): no URL given and $%s is not set",
+             DEFAULT_URL, os.getcwd(), DATABASE_ENV)  # fmt: skip
+    return DEFAULT_URL
 
 
 def _callable_without_arguments(definition: JobDefinition) -> None:

@@ -90,9 +90,11 @@ def check_secret_name(option: str, value: str) -> None:
             f"{option} {'TICKQ_TICK_URL' if option == '--url-secret' else 'CRON_SECRET'}"
         )
     if not SECRET_NAME.fullmatch(value):
+        # Not echoed either: a short token can fail this test rather than look like one.
         raise ConfigurationError(
-            f"{option} {value!r} is not a secret name: use upper-case letters, digits and "
-            f"underscores, starting with a letter (e.g. {value.upper().replace('-', '_')})"
+            f"{option} is not a secret name ({redacted(value)}): use upper-case letters, "
+            f"digits and underscores, starting with a letter, e.g. "
+            f"{'TICKQ_TICK_URL' if option == '--url-secret' else 'CRON_SECRET'}"
             if value
             else f"{option} is empty: give the name of a secret, e.g. CRON_SECRET"
         )
@@ -127,7 +129,8 @@ def entropy(text: str) -> float:
 
 
 def redacted(value: str) -> str:
-    return f"{value[:3]}… {len(value)} characters" if len(value) > 6 else "redacted"
+    """How a refused value is shown: its length only, never any of its characters."""
+    return f"{len(value)} characters, not shown"
 
 
 def check_path(path: str) -> None:

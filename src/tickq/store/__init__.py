@@ -9,6 +9,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..clock import Clock
 
+SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
+
 __all__ = ["Outcome", "Recorded", "ScheduleMove", "SqlStore", "TickState", "open_store"]
 
 
@@ -23,8 +25,16 @@ def open_store(url: str, clock: Clock | None = None) -> SqlStore:
         from .postgres import PostgresStore
 
         return PostgresStore(url, clock)
-    shown = url.split("@")[-1] if "@" in url else url
-    raise ConfigurationError(
-        f"unsupported database URL {shown!r}: expected sqlite:///path.db or "
-        "postgresql://user@host:5432/dbname"
+    expected = "expected sqlite:///path.db or postgresql://user@host:5432/dbname"
+    if scheme[:1].isalpha() and len(scheme) <= 30 and set(scheme) <= SCHEME_CHARS:
+        raise ConfigurationError(f"unsupported database URL scheme {scheme!r}: {expected}")
+    from ..redact import redact_url
+
+    hint = (
+        f" (did you mean 'sqlite:///{redact_url(url)}'?)"
+        if url.endswith((".db", ".sqlite"))
+        else ""
     )
+    # A bare word may be a password pasted in the wrong place: show only URL- or path-likes.
+    shown = repr(redact_url(url)) if set(url) & set("/.@") else f"({len(url)} characters)"
+    raise ConfigurationError(f"database URL {shown} has no valid scheme{hint}: {expected}")

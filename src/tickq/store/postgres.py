@@ -16,6 +16,7 @@ from ..clock import Clock, SystemClock
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
 from ..logger import log
+from ..redact import redact_url, url_location
 from .base import CHUNK, ScheduleMove, SqlStore
 from .pooler import guess_pooler, split_pooler
 
@@ -35,6 +36,34 @@ def _psycopg() -> Any:
             "a postgresql:// URL needs the Postgres driver: pip install 'tickq[postgres]'"
         ) from exc
     return psycopg
+
+
+def check_url(psycopg: Any, url: str) -> None:
+    """Refuse a URL libpq cannot parse, in one line that never shows its password."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        # libpq quotes the offending part, which may be the password: keep only the reason.
+        reason = str(exc).split('"')[0].strip().rstrip(":")
+        hint = "; write a '%' in a password as %25" if "percent" in reason else ""
+        raise ConfigurationError(
+            f"invalid PostgreSQL URL {redact_url(url)!r}: {reason}{hint}"
+        ) from None
+
+
+def login_refused(message: str) -> str | None:
+    """What to do when the server refused this database or login: not a passing outage."""
+    if "does not exist" in message and "FATAL:  database" in message:
+        name = message.split('database "', 1)[-1].split('"', 1)[0]
+        return (
+            f"has no database {name!r}: create it (createdb {name}, or CREATE DATABASE in "
+            "psql) or fix the database name in the URL"
+        )
+    if "FATAL:  role" in message and "does not exist" in message:
+        return "has no such user (role): create it, or fix the user name in the URL"
+    if "password authentication failed" in message or "no pg_hba.conf entry" in message:
+        return "refused the login: check the user and password in the URL (and pg_hba.conf)"
+    return None
 
 
 def normalise_url(url: str) -> str:
@@ -63,6 +92,7 @@ class PostgresStore(SqlStore):
         super().__init__(url, clock)
         self.pooler = pooler or guess_pooler(url)
         self.psycopg = _psycopg()
+        check_url(self.psycopg, self.url)
 
     @property
     def transaction_pooled(self) -> bool:
@@ -144,13 +174,15 @@ class PostgresStore(SqlStore):
             ) from exc
         except self.psycopg.OperationalError as exc:
             self.drop_connection()
+            if refused := login_refused(str(exc)):
+                raise ConfigurationError(f"PostgreSQL at {self._where()} {refused}") from exc
             raise DatabaseUnavailable(
                 f"PostgreSQL at {self._where()} is unreachable or dropped the connection "
                 f"({_first_line(exc)}); tickq reconnects on the next call"
             ) from exc
 
     def _where(self) -> str:
-        return self.url.split("@")[-1].split("?")[0]
+        return url_location(self.url)
 
     def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
         with conn.cursor() as cur:

@@ -30,8 +30,10 @@ def sqlite_path(url: str) -> tuple[str, dict[str, str]]:
     if rest.startswith("//"):
         host, slash, path = rest[2:].partition("/")
         if host:
+            from ..redact import redact_url
+
             raise ConfigurationError(
-                f"SQLite URL {url!r} has a host part; use sqlite:///relative.db or "
+                f"SQLite URL {redact_url(url)!r} has a host part; use sqlite:///relative.db or "
                 "sqlite:////absolute/path.db (three or four slashes)"
             )
         rest = slash + path
@@ -51,6 +53,17 @@ def _query_options(query: str) -> dict[str, str]:
     return {k: v for k, _, v in pairs if v}
 
 
+def seconds(name: str, text: str) -> float:
+    """A URL option in seconds: ``?timeout=5`` -> 5.0, or one line saying what is wrong."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ConfigurationError(f"?{name}= must be seconds (a number >= 0), got {text[:40]!r}")
+    return value
+
+
 class SQLiteStore(SqlStore):
     """Jobs in a SQLite file. Each thread gets its own connection."""
 
@@ -60,7 +73,7 @@ class SQLiteStore(SqlStore):
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(url, clock)
         self.path, options = sqlite_path(url)
-        self.busy_timeout = float(options.get("timeout", 30))
+        self.busy_timeout = seconds("timeout", options.get("timeout", "30"))
         self.synchronous = options.get("synchronous", "full").lower()
         if self.synchronous not in SYNCHRONOUS:
             raise ConfigurationError(
@@ -95,6 +108,15 @@ class SQLiteStore(SqlStore):
                     f"SQLite database {self.path} stayed locked by another writer for "
                     f"{self.busy_timeout:g}s; try again, or raise ?timeout= in the URL"
                 ) from exc
+            if "unable to open" in message and not self._uri:
+                import os.path
+
+                folder = os.path.dirname(os.path.abspath(self.path))
+                if not os.path.isdir(folder):
+                    raise ConfigurationError(
+                        f"cannot open SQLite database {self.path!r}: the folder {folder!r} "
+                        "does not exist; create it or fix the path in the URL"
+                    ) from exc
             if "unable to open" in message:
                 raise DatabaseUnavailable(
                     f"cannot open SQLite database {self.path!r}: {message}; "

@@ -12,15 +12,15 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypedDict
-from urllib.parse import parse_qs
 
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
 from ..tick import strict_problems, tick_health
+from .query import QueryError, parse_flag, parse_limit, parse_query
 
 if TYPE_CHECKING:
     from ..queue import Queue
@@ -29,11 +29,28 @@ log = logging.getLogger("tickq")
 
 SECRET_ENV = "CRON_SECRET"
 PREVIOUS_SECRET_ENV = "CRON_SECRET_PREVIOUS"
+CURRENT_SOURCES = ("secret=", SECRET_ENV)
 METRICS_TOKEN_ENV = "TICKQ_METRICS_TOKEN"
 MIN_SECRET_LENGTH = 16
 MAX_AUTH_HEADER = 4096
-MAX_QUERY_FIELDS = 20
-TRUE_WORDS = ("1", "true", "yes", "on")
+SECRET_OPTIONS = ("secret", "previous_secret", "metrics_token")
+HIDDEN_OPTIONS = (*SECRET_OPTIONS, "heartbeat_url")  # a ping URL's path is often its secret
+TICK_PARAMS = ("limit", "strict")
+RETRY_AFTER_SECONDS = 30
+SEE_LOG = "the app's log (logger 'tickq') has the details"
+DATABASE_DOWN = (
+    "the database is unreachable or dropped the connection; try again later (tickq "
+    "reconnects on the next call). If it lasts, check that the database is up and that the "
+    f"app's database URL points at it; {SEE_LOG}"
+)
+SCHEMA_MISSING = (
+    "tickq's tables are missing or out of date in this database: run q.migrate() or "
+    f"`tickq migrate APP` when deploying; {SEE_LOG}"
+)
+MISCONFIGURED = (
+    "tickq is misconfigured (e.g. the database named in the URL does not exist, or the "
+    f"login was refused): fix the configuration; {SEE_LOG}"
+)
 SECRET_HINT = (
     "set it to a long random value, e.g. the output of "
     'python -c "import secrets; print(secrets.token_urlsafe(32))", as a secret both in the '
@@ -67,8 +84,9 @@ class EndpointOptions:
 
     - ``path`` / ``health_path``: where the tick and the health check answer.
     - ``secret`` / ``previous_secret``: the bearer tokens accepted; None reads
-      ``$CRON_SECRET`` / ``$CRON_SECRET_PREVIOUS`` on each request. Without any secret the
-      tick answers 503 and runs nothing.
+      ``$CRON_SECRET`` / ``$CRON_SECRET_PREVIOUS`` on each request. Each needs at least 16
+      printable ASCII characters. Without a current secret (a previous one alone is not
+      enough) the tick answers 503 and runs nothing.
     - ``allow_get``: accept GET as well as POST (Vercel Cron calls with GET).
     - ``limit`` / ``max_limit``: jobs per tick by default, and the cap on ``?limit=``.
     - ``time_budget``: seconds after which a tick starts no new job.
@@ -77,7 +95,7 @@ class EndpointOptions:
     - ``heartbeat_url``: pinged after each tick (None reads ``$TICKQ_HEARTBEAT_URL``).
     - ``metrics``: also serve Prometheus metrics at ``metrics_path`` (``GET /metrics``),
       protected by its own bearer token, ``metrics_token`` or ``$TICKQ_METRICS_TOKEN``
-      (503 while unset). Needs ``pip install 'tickq[metrics]'``.
+      (at least 16 characters; 503 while unset). Needs ``pip install 'tickq[metrics]'``.
     """
 
     path: str = "/api/cron/tick"
@@ -117,6 +135,22 @@ class EndpointOptions:
             value = getattr(self, name)
             if not isinstance(value, timedelta) or value <= timedelta(0):
                 raise ConfigurationError(f"{name} must be a positive timedelta, got {value!r}")
+        for name in SECRET_OPTIONS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(
+                    f"{name} must be a str or None, got {type(value).__name__}"
+                )
+            if value and (problem := secret_problem(value)):
+                raise ConfigurationError(f"{name}= {problem}")
+
+    def __repr__(self) -> str:
+        shown = (f"{f.name}={self._shown(f.name)}" for f in fields(self))
+        return f"EndpointOptions({', '.join(shown)})"
+
+    def _shown(self, name: str) -> str:
+        value = getattr(self, name)
+        return "<set>" if name in HIDDEN_OPTIONS and value else repr(value)
 
     def secrets(self) -> list[tuple[str, str]]:
         """[(where it came from, value)] of the tokens accepted now, current first."""
@@ -223,6 +257,12 @@ class Endpoint:
                 Route("metrics", self.options.metrics_path, ("GET", "HEAD"), self.metrics, True)
             )
 
+    def openapi(self, title: str = "tickq endpoints") -> dict[str, Any]:
+        """The OpenAPI 3.0 description of these endpoints, as served (paths, methods)."""
+        from .openapi import describe
+
+        return describe(self.options, title)
+
     # -- dispatch ------------------------------------------------------------------------
     def find(self, path: str) -> Route | None:
         return next((r for r in self.routes if r.path == path), None)
@@ -253,9 +293,15 @@ class Endpoint:
 
     def authorize(self, request: Request) -> Response | None:
         secrets = self.options.secrets()
-        if not secrets:
+        if not secrets or secrets[0][0] not in CURRENT_SOURCES:
+            # An old token alone is never enough: rotation means a new one is in place.
+            previous = (
+                f" (only {secrets[0][0]} is: a previous token alone is refused)" if secrets else ""
+            )
             return error(
-                503, f"the tick endpoint is disabled because {SECRET_ENV} is not set: {SECRET_HINT}"
+                503,
+                f"the tick endpoint is disabled because {SECRET_ENV} is not set{previous}: "
+                f"{SECRET_HINT}",
             )
         for source, value in secrets:
             if problem := secret_problem(value):
@@ -274,6 +320,8 @@ class Endpoint:
         secrets = self.options.metrics_secrets()
         if not secrets:
             return error(503, f"metrics are off: set {METRICS_TOKEN_ENV} to turn them on")
+        if problem := secret_problem(secrets[0][1]):
+            return error(503, f"metrics are off: {secrets[0][0]} {problem}")
         if request.authorization is None or not token_matches(
             request.authorization, [v for _, v in secrets]
         ):
@@ -283,19 +331,15 @@ class Endpoint:
     # -- handlers ------------------------------------------------------------------------
     def tick(self, request: Request) -> Response:
         try:
-            params = parse_qs(request.query, max_num_fields=MAX_QUERY_FIELDS)
-        except ValueError:
-            return error(400, f"too many query parameters (at most {MAX_QUERY_FIELDS})")
-        limit = self._limit(params)
-        if isinstance(limit, Response):
-            return limit
-        strict = params.get("strict", [""])[-1].lower() in TRUE_WORDS
+            params = parse_query(request.query, TICK_PARAMS)
+            limit = parse_limit(params.get("limit"), self.options.limit, self.options.max_limit)
+            strict = parse_flag("strict", params.get("strict"))
+        except QueryError as exc:
+            return error(400, str(exc))
         try:
             summary = self.queue.tick(limit=limit, time_budget=self.options.time_budget)
         except Exception as exc:
-            log.exception("tickq tick failed")
-            first_line = (str(exc).strip().splitlines() or [""])[0]
-            response = error(500, f"tick failed: {type(exc).__name__}: {first_line}")
+            response = failure_response("the tick ran nothing", exc)
             self._ping(ok=False, body=response.body)
             return response
         summary["limit"] = limit
@@ -306,20 +350,6 @@ class Endpoint:
         self._ping(ok=response.status == 200, body=response.body)
         return response
 
-    def _limit(self, params: dict[str, list[str]]) -> int | Response:
-        raw = params.get("limit", [None])[-1]
-        if raw is None or raw == "":
-            return self.options.limit
-        if not raw.isascii() or not raw.isdigit():
-            return error(
-                400,
-                f"limit must be a whole number from 0 to "
-                f"{self.options.max_limit}, got {raw[:40]!r}",
-            )
-        return min(
-            int(raw[:9]) if len(raw) <= 9 else self.options.max_limit, self.options.max_limit
-        )
-
     def _ping(self, ok: bool, body: bytes) -> None:
         # Pinged before answering: a host that sleeps may freeze the process right after.
         url = heartbeat_url(self.options.heartbeat_url)
@@ -327,23 +357,59 @@ class Endpoint:
             ping(url, ok, body)
 
     def health(self, request: Request) -> Response:
+        # Public: it reads, never acts. Only a caller with the tick's token may have it
+        # raise and deliver the overdue alert (an anonymous request must cause no work).
+        alert = request.authorization is not None and self.authorize(request) is None
         try:
-            report = tick_health(self.queue, self.options.expected_interval)
+            report = tick_health(self.queue, self.options.expected_interval, alert=alert)
         except Exception as exc:
-            log.exception("tickq health check failed")
-            report = {"ok": False, "status": "error", "error": type(exc).__name__}
-        response = json_response(200 if report["ok"] else 503, report)
-        return Response(response.status, b"") if request.method == "HEAD" else response
+            refused = failure_response("the health check failed", exc)
+            message = json.loads(refused.body)["error"]
+            report = {
+                "ok": False,
+                "status": "error",
+                "error": type(exc).__name__,
+                "message": message,
+            }
+            return head_or_get(request, json_response(503, report, refused.headers))
+        return head_or_get(request, json_response(200 if report["ok"] else 503, report))
 
     def metrics(self, request: Request) -> Response:
-        from ..errors import TickqError
         from ..metrics import CONTENT_TYPE, render
 
         try:
             body = render(self.queue).encode()
-        except TickqError as exc:
-            return error(503, str(exc))
+        except Exception as exc:
+            return failure_response("no metrics", exc)
         return Response(200, b"" if request.method == "HEAD" else body, content_type=CONTENT_TYPE)
+
+
+def head_or_get(request: Request, response: Response) -> Response:
+    """A HEAD request gets the status and headers without the body."""
+    if request.method != "HEAD":
+        return response
+    return Response(response.status, b"", response.headers, response.content_type)
+
+
+def failure_response(what: str, exc: Exception) -> Response:
+    """The answer when a handler raised; ``what`` opens its message. 503 when the database
+    is down (with ``Retry-After``), not migrated or refused by configuration, else 500.
+    The body says what to do, never where the database lives nor the exception's text:
+    the log has those."""
+    from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
+
+    if isinstance(exc, DatabaseUnavailable):
+        log.warning("tickq %s: %s", what, exc)
+        retry = [("retry-after", str(RETRY_AFTER_SECONDS))]
+        return error(503, f"{what} ({type(exc).__name__}): {DATABASE_DOWN}", retry)
+    if isinstance(exc, SchemaMissing):
+        log.error("tickq %s: %s", what, exc)
+        return error(503, f"{what} ({type(exc).__name__}): {SCHEMA_MISSING}")
+    if isinstance(exc, ConfigurationError):
+        log.error("tickq %s: %s", what, exc)
+        return error(503, f"{what} ({type(exc).__name__}): {MISCONFIGURED}")
+    log.error("tickq %s", what, exc_info=exc)
+    return error(500, f"{what} ({type(exc).__name__}); {SEE_LOG}")
 
 
 def secret_problem(secret: str) -> str | None:
