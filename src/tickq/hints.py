@@ -56,7 +56,7 @@ def _checks(fn: Any) -> dict[str, tuple[str, Check]]:
     for name, kind, _, note in parameters(fn):
         check = compile_note(note) if kind == "named" and note is not None else None
         if check is not None:
-            checks[name] = (note if isinstance(note, str) else _text(note), check)
+            checks[name] = (note.strip("'\"") if isinstance(note, str) else _text(note), check)
     with suppress(TypeError):  # not weak-referenceable: built again next time
         _cache[fn] = checks
     return checks
@@ -65,6 +65,8 @@ def _checks(fn: Any) -> dict[str, tuple[str, Check]]:
 def compile_note(note: Any) -> Check | None:
     """A check for ``note``, or None when it isn't a simple annotation (anything fits)."""
     if isinstance(note, str):
+        if len(note) > 1 and note[0] == note[-1] and note[0] in "'\"":
+            note = note[1:-1]  # quoted as well as postponed: "'int | None'"
         tokens = _TOKEN.findall(note)
         if "".join(tokens) != re.sub(r"\s", "", note):
             return None
