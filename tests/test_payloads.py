@@ -273,8 +273,7 @@ def test_values_that_do_not_fit_simple_annotations_are_refused(queue: Queue) -> 
         e: "dict[str, bool] | None" = None,
         f: Any = None,
         g: "Unknown" = None,  # type: ignore[name-defined] # noqa: F821
-    ) -> None:
-        ...  # fmt: skip
+    ) -> None: ...  # fmt: skip
 
     typed.enqueue(a=1, b=2, c=None, d=[1, 2], e={"x": True}, f="any", g=[1])
     refused = [({"a": "1"}, "payload['a'] is str '1', not int"),
