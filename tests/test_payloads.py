@@ -309,3 +309,23 @@ def test_simple_annotations_are_checked_and_others_accepted(
 ) -> None:
     check = compile_note(note)
     assert (check is None or check(value)) is fits
+
+
+def test_migration_5_keeps_jsonb_payloads_of_an_existing_postgres_database(
+    pg_schema_url: str,
+) -> None:
+    from tickq.store.queries import migrations
+
+    q = Queue(pg_schema_url)
+    q.store._migrate(q.store.connection(), migrations("postgres")[:4])
+    raw_sql(
+        q, """INSERT INTO tickq_jobs (type, payload) VALUES ('echo', '{"b": 1, "a": [-0.0]}')"""
+    )
+    assert q.migrate() == [5]
+    got: list[dict[str, Any]] = []
+    q.job(name="echo")(lambda **kwargs: got.append(kwargs))
+    q.enqueue("echo", {"b": 1, "a": [-0.0, 1e16]})
+    q.process_jobs()
+    # what jsonb normalised before the upgrade stays so; jobs enqueued after arrive exactly
+    assert [repr(g) for g in got] == ["{'a': [0.0], 'b': 1}", "{'b': 1, 'a': [-0.0, 1e+16]}"]
+    q.close()
