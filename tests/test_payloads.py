@@ -209,7 +209,7 @@ BAD_PAYLOADS = [
     ({"a": {"b": [0, 1, 2, {"c": datetime(2030, 1, 1)}]}},
      r"payload\['a'\]\['b'\]\[3\]\['c'\] of job 'echo' is not JSON-serialisable .*datetime"),
     ({"a": (1, 2)}, r"payload\['a'\] .* \(tuple: \(1, 2\)\); pass a list"),
-    ({"a": {1: "x", "1": "y"}}, r"payload\['a'\] of job 'echo' has a int key 1"),
+    ({"a": {1: "x", "1": "y"}}, r"payload\['a'\] of job 'echo' has a key of type int \(1\)"),
     ({"a": float("inf")}, r"payload\['a'\] .* is inf"),
     ({"a": [float("nan")]}, r"payload\['a'\]\[0\] .* is nan"),
     ({"a": Colour.RED}, r"payload\['a'\] .*Colour.*pass value.value"),

@@ -117,8 +117,8 @@ def _check_dict(value: dict[Any, Any], depth: int) -> None:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Refused(
-                    f"has a {type(key).__name__} key {_short(key)}; JSON keys are strings, "
-                    "so pass str keys (a job would receive the key changed)"
+                    f"has a key of type {type(key).__name__} ({_short(key)}); JSON keys are "
+                    "strings, so pass str keys (the job would receive the key changed)"
                 )
             _check(item, depth)
     except _Refused as refused:
