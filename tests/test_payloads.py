@@ -106,7 +106,9 @@ def test_a_payload_that_no_longer_fits_the_function_fails_without_retry(
     assert queue.get_job(good).status == JobState.DONE  # type: ignore[union-attr]
 
 
-def test_async_jobs_that_cannot_run_fail_alone_in_the_worker(queue: Queue) -> None:
+def test_jobs_that_cannot_run_fail_alone_in_the_worker(
+    queue: Queue, received: list[dict[str, Any]]
+) -> None:
     ran: list[int] = []
 
     @queue.job()
@@ -116,6 +118,9 @@ def test_async_jobs_that_cannot_run_fail_alone_in_the_worker(queue: Queue) -> No
     good = queue.enqueue("ping", {"n": 1})
     deep = queue.enqueue("ping", {"n": 2})
     wrong = queue.enqueue("ping", {"n": 3})
+    sync_good = queue.enqueue("innocent", {"n": 4})
+    sync_bad = queue.enqueue("innocent", {"n": 5})
+    raw_sql(queue, "UPDATE tickq_jobs SET payload = '[5]' WHERE id = ?", sync_bad)
     raw_sql(queue, "UPDATE tickq_jobs SET payload = ? WHERE id = ?",
             POISON_PAYLOADS["too deep to decode"], deep)  # fmt: skip
     raw_sql(queue, """UPDATE tickq_jobs SET payload = '{"m": 1}' WHERE id = ?""", wrong)
@@ -131,16 +136,16 @@ def test_async_jobs_that_cannot_run_fail_alone_in_the_worker(queue: Queue) -> No
     thread.start()
     try:
         for _ in range(400):
-            if all(queue.get_job(i).finished_at for i in (good, deep, wrong)):  # type: ignore[union-attr]
+            if all(queue.get_job(i).finished_at for i in (good, deep, wrong, sync_good, sync_bad)):  # type: ignore[union-attr]
                 break
             stop.wait(0.05)
     finally:
         stop.set()
         thread.join(30)
     assert not errors and not thread.is_alive()
-    assert ran == [1]
-    assert [queue.get_job(i).status for i in (good, deep, wrong)] == [  # type: ignore[union-attr]
-        JobState.DONE, JobState.FAILED, JobState.FAILED]  # fmt: skip
+    assert ran == [1] and received == [{"innocent": 4}]
+    statuses = [queue.get_job(i).status for i in (good, deep, wrong, sync_good, sync_bad)]  # type: ignore[union-attr]
+    assert statuses == ["done", "failed", "failed", "done", "failed"]
 
 
 def test_reading_an_unreadable_row_does_not_raise(

@@ -85,12 +85,11 @@ def unrunnable(job: Job, definition: JobDefinition | None) -> str | None:
     function's parameters), or None."""
     if type(job.payload) is Unreadable:
         return job.payload.reason
-    problem = definition.unfit(job.payload) if definition is not None else None
-    if not problem:
+    if definition is None or not (problem := definition.unfit(job.payload)):
         return None
     from .signature import signature_text
 
-    return f"payload does not fit {definition.name}{signature_text(definition.fn)}: {problem}"  # type: ignore[union-attr]
+    return f"payload does not fit {definition.name}{signature_text(definition.fn)}: {problem}"
 
 
 def _unknown_type(job: Job, known: list[str]) -> Outcome:

@@ -236,14 +236,15 @@ class SqlStore:
     def _vetted(
         self, payload: str | None, priority: Any, attempts: Any, max_attempts: Any
     ) -> tuple[dict[str, Any], int, int]:
-        """The payload, priority and max_attempts to run with; a bad stored option (text
-        written by hand or an older version) makes the payload ``Unreadable``."""
+        """The payload, priority and max_attempts to build the job with; a bad stored option
+        (text written by hand or by an older version) makes the payload ``Unreadable`` and is
+        replaced by an int, so sorting and logging the job can't raise."""
         decoded = load_payload(payload)
-        for name, value in (("priority", priority), ("max_attempts", max_attempts)):
-            if type(value) is not int:
-                decoded = Unreadable(f"stored {name} {value!r} is not an integer")
-        if type(decoded) is Unreadable:
-            return decoded, priority if type(priority) is int else 0, attempts
+        if type(priority) is not int:
+            decoded, priority = Unreadable(f"stored priority {priority!r} is not an integer"), 0
+        if type(max_attempts) is not int:
+            decoded = Unreadable(f"stored max_attempts {max_attempts!r} is not an integer")
+            max_attempts = attempts
         return decoded, priority, max_attempts
 
     def _lenient_ts(self, value: Any) -> datetime | None:
