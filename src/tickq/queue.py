@@ -457,6 +457,11 @@ class Queue:
         the job exists, roll back and it never did. With ``unique_key`` a second enqueue
         while one is pending or running (``unique_scope="all"``: while one exists at all)
         returns the existing job's id instead of adding another.
+
+        The job receives exactly ``payload``, or nothing is stored: a value JSON would
+        change or can't carry, a payload that doesn't fit the function (names, simple
+        annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
+        or option, the same on every backend (see docs/payloads.md).
         """
         job = self.new_job(
             job_type, payload, run_after=run_after, unique_key=unique_key,
