@@ -52,6 +52,7 @@ POISON_PAYLOADS = {
     "a JSON array": "[1, 2]",
     "a JSON string": '"x"',
     "JSON null": "null",
+    "a JSON number": "5",
 }
 
 
@@ -89,6 +90,22 @@ def test_a_bad_stored_option_fails_its_job_alone(
     job = queue.get_job(bad)
     assert job is not None and job.status == JobState.FAILED
     assert f"stored {column} 'x' is not an integer" in (job.last_error or "")
+
+
+def test_a_payload_stored_as_a_number_fails_alone(
+    queue: Queue, received: list[dict[str, Any]]
+) -> None:
+    bad = queue.enqueue("echo")
+    if queue.store.dialect == "postgres":  # a json column takes no integer
+        with pytest.raises(Exception, match="is of type json but expression is of type integer"):
+            raw_sql(queue, "UPDATE tickq_jobs SET payload = 5 WHERE id = ?", bad)
+        return
+    raw_sql(queue, "UPDATE tickq_jobs SET payload = 5 WHERE id = ?", bad)
+    queue.enqueue("innocent", {"n": 1})
+    assert queue.process_jobs()["succeeded"] == 1
+    job = queue.get_job(bad)
+    assert job is not None and job.status == JobState.FAILED
+    assert "stored payload is a JSON int, not an object" in (job.last_error or "")
 
 
 def test_a_payload_that_no_longer_fits_the_function_fails_without_retry(

@@ -79,6 +79,10 @@ def load_payload(text: str | None) -> dict[str, Any]:
     """The stored payload, or ``Unreadable`` saying why it can't be (never raises)."""
     if not text:
         return {}
+    if not isinstance(text, str | bytes):  # SQLite keeps any value in any column
+        return Unreadable(
+            f"stored payload {_short(text)} is a {type(text).__name__}, not JSON text"
+        )
     try:
         value = loads(text)
     except RecursionError:
