@@ -105,7 +105,7 @@ def test_a_payload_stored_as_a_number_fails_alone(
     assert queue.process_jobs()["succeeded"] == 1
     job = queue.get_job(bad)
     assert job is not None and job.status == JobState.FAILED
-    assert "stored payload is a JSON int, not an object" in (job.last_error or "")
+    assert "stored payload is a JSON number, not an object" in (job.last_error or "")
 
 
 def test_a_payload_that_no_longer_fits_the_function_fails_without_retry(
@@ -170,7 +170,7 @@ def test_reading_an_unreadable_row_does_not_raise(
 ) -> None:
     raw_sql(queue, "UPDATE tickq_jobs SET payload = '[1]' WHERE id = ?", queue.enqueue("echo"))
     (job,) = queue.list_jobs()
-    assert job.payload == {} and "JSON list" in job.payload.reason  # type: ignore[attr-defined]
+    assert job.payload == {} and "JSON array" in job.payload.reason  # type: ignore[attr-defined]
 
 
 # -- what enqueue refuses --------------------------------------------------------------------

@@ -23,6 +23,7 @@ MAX_INT_DIGITS = 4300
 
 _encode = JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _INT_BOUND = 10**MAX_INT_DIGITS
+_JSON_NAMES = {"list": "array", "str": "string", "NoneType": "null", "bool": "boolean"}
 _HINTS = {
     "tuple": "pass a list",
     "set": "pass a sorted list",
@@ -90,7 +91,8 @@ def load_payload(text: str | None) -> dict[str, Any]:
     except ValueError as exc:
         return Unreadable(f"stored payload is not valid JSON: {exc}")
     if type(value) is not dict:
-        return Unreadable(f"stored payload is a JSON {type(value).__name__}, not an object")
+        kind = _JSON_NAMES.get(type(value).__name__, "number")
+        return Unreadable(f"stored payload is a JSON {kind}, not an object")
     return value
 
 
