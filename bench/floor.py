@@ -74,10 +74,10 @@ class SQLiteFloor:
 class PostgresFloor:
     """Autocommit psycopg 3 connection: every statement is its own transaction."""
 
-    INSERT = "INSERT INTO tickq_jobs (type, payload) VALUES ('noop', %s::jsonb) RETURNING id"
+    INSERT = "INSERT INTO tickq_jobs (type, payload) VALUES ('noop', %s::json) RETURNING id"
     INSERT_MANY = (
         "INSERT INTO tickq_jobs (type, payload) "
-        "SELECT 'noop', p::jsonb FROM unnest(%s::text[]) AS p RETURNING id"
+        "SELECT 'noop', p::json FROM unnest(%s::text[]) AS p RETURNING id"
     )
     # ANY(ARRAY(...)) makes the planner fetch the claimed rows by primary key; the
     # UPDATE ... FROM (CTE) shape tickq uses can plan as a hash join over a seq scan.

@@ -7,6 +7,7 @@ from time import perf_counter
 from .context import JobContext, _current
 from .errors import Cancel, JobTimeout, Retry
 from .job import Job
+from .payload import Unreadable
 from .retry import steps
 from .store import Outcome
 
@@ -24,6 +25,9 @@ UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
 def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list[str]]) -> Outcome:
     """Run ``job`` with its handler and map the result or exception to an ``Outcome``."""
     started = perf_counter()
+    reason = unrunnable(job, definition)
+    if reason:
+        return _unrunnable(job, reason, started)
     if definition is None:
         return _unknown_type(job, known())
     token = _current.set(job)
@@ -39,6 +43,9 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
     """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
     started = perf_counter()
+    reason = unrunnable(job, definition)
+    if reason:
+        return _unrunnable(job, reason, started)
     token = _current.set(job)
     try:
         await _within(definition.fn(**job_kwargs(definition, job)), definition.timeout)
@@ -65,6 +72,24 @@ def _retry_or_fail(job: Job, error: str, delay: float | None, started: float) ->
     if delay is None or job.attempts >= job.max_attempts:
         return Outcome(job, "fail", error, 0.0, elapsed)
     return Outcome(job, "retry_later", error, delay, elapsed)
+
+
+def _unrunnable(job: Job, reason: str, started: float) -> Outcome:
+    """A job that can never run as stored fails now, without using up retries."""
+    error = f"UnrunnableJob: {reason}; it fails without a retry (retrying can't help)"
+    return Outcome(job, "fail", error, 0.0, perf_counter() - started)
+
+
+def unrunnable(job: Job, definition: JobDefinition | None) -> str | None:
+    """Why ``job`` can never run as stored (unreadable row, payload that can't fit the
+    function's parameters), or None."""
+    if type(job.payload) is Unreadable:
+        return job.payload.reason
+    if definition is None or not (problem := definition.unfit(job.payload)):
+        return None
+    from .signature import signature_text
+
+    return f"payload does not fit {definition.name}{signature_text(definition.fn)}: {problem}"
 
 
 def _unknown_type(job: Job, known: list[str]) -> Outcome:

@@ -1,62 +1,168 @@
-"""Payloads are JSON objects; anything else is refused at enqueue time, naming the field."""
+"""Payloads are JSON objects that arrive exactly as enqueued; anything else is refused at
+enqueue time with a ``TypeError`` naming the field, the same on every backend.
+
+A payload may hold ``dict`` (string keys), ``list``, ``str``, ``int`` (up to
+``MAX_INT_DIGITS`` digits), finite ``float``, ``bool`` and ``None``, nested at most
+``MAX_DEPTH`` containers deep. Subclasses (``IntEnum``, ``OrderedDict``…), tuples, NaN and
+non-string keys are refused: JSON would hand the job something else.
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from json import JSONEncoder
+from json import JSONEncoder, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+MAX_DEPTH = 100
+"""Containers (dicts and lists, the payload itself included) nested deeper are refused."""
+MAX_INT_DIGITS = 4300
+"""Python's default limit for turning an int into text and back (``sys.int_info``)."""
+
 _encode = JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_INT_BOUND = 10**MAX_INT_DIGITS
+_JSON_NAMES = {"list": "array", "str": "string", "NoneType": "null", "bool": "boolean"}
+_HINTS = {
+    "tuple": "pass a list",
+    "set": "pass a sorted list",
+    "frozenset": "pass a sorted list",
+    "datetime": "pass value.isoformat()",
+    "date": "pass value.isoformat()",
+    "UUID": "pass str(value)",
+    "Decimal": "pass str(value)",
+    "bytes": "pass text, e.g. base64",
+}
+
+
+class Unreadable(dict):  # type: ignore[type-arg]
+    """The payload of a stored row that can't be decoded or run (corrupted, too deep, bad
+    stored options): empty, with ``reason`` saying why. The job fails alone, never retried."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Unreadable({self.reason!r})"
+
+
+class _Refused(Exception):
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.path: list[str] = []
 
 
 def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
     """Serialise ``payload`` or raise ``TypeError`` naming the offending field."""
     if payload is None:
         return "{}"
-    if type(payload) is not dict and not isinstance(payload, Mapping):
-        raise TypeError(
-            f"payload for job {job_type!r} must be a dict of keyword arguments, "
-            f"got {type(payload).__name__}"
+    if type(payload) is not dict:
+        if not isinstance(payload, Mapping):
+            raise TypeError(
+                f"payload for job {job_type!r} must be a dict of keyword arguments, "
+                f"got {type(payload).__name__}"
+            )
+        payload = dict(payload)
+    try:
+        _check_dict(payload, 1)
+    except _Refused as refused:
+        where = "payload" + "".join(reversed(refused.path))
+        if len(where) > 80:
+            where = f"{where[:40]}...{where[-30:]}"
+        raise TypeError(f"{where} of job {job_type!r} {refused.what}") from None
+    return _encode(payload)
+
+
+def load_payload(text: str | None) -> dict[str, Any]:
+    """The stored payload, or ``Unreadable`` saying why it can't be (never raises)."""
+    if not text:
+        return {}
+    if not isinstance(text, str | bytes):  # SQLite keeps any value in any column
+        return Unreadable(
+            f"stored payload {_short(text)} is a {type(text).__name__}, not JSON text"
         )
     try:
-        return _encode(payload)
-    except (TypeError, ValueError) as exc:
-        path, value = find_unserialisable(payload) or ("?", None)
-        raise TypeError(
-            f"payload field {path!r} of job {job_type!r} is not JSON-serialisable "
-            f"({type(value).__name__}: {_short(value)}); pass plain JSON values, e.g. an id "
-            "instead of an object, value.isoformat() for a datetime, str() for a UUID or Decimal"
-        ) from exc
+        value = loads(text)
+    except RecursionError:
+        return Unreadable("stored payload is nested too deeply to decode")
+    except ValueError as exc:
+        return Unreadable(f"stored payload is not valid JSON: {exc}")
+    if type(value) is not dict:
+        kind = _JSON_NAMES.get(type(value).__name__, "number")
+        return Unreadable(f"stored payload is a JSON {kind}, not an object")
+    return value
 
 
-def find_unserialisable(value: Any, path: str = "") -> tuple[str, Any] | None:
-    """The dotted path of the first value JSON can't carry, or None."""
-    if isinstance(value, Mapping):
+def _check(value: Any, depth: int) -> None:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return
+    if kind is int:
+        if -_INT_BOUND < value < _INT_BOUND:
+            return
+        raise _Refused(f"is an int of more than {MAX_INT_DIGITS} digits; pass it as a str")
+    if kind is float:
+        if value - value == 0.0:  # finite
+            return
+        raise _Refused(f"is {value!r}, which JSON can't carry; pass None or a str instead")
+    if kind is dict:
+        return _check_dict(value, depth + 1)
+    if kind is list:
+        return _check_list(value, depth + 1)
+    raise _Refused(_unsupported(value))
+
+
+def _check_dict(value: dict[Any, Any], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise _Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
+    key: Any = None
+    try:
         for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if not isinstance(key, str):
-                return where, key
-            found = find_unserialisable(item, where)
-            if found:
-                return found
-        return None
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = find_unserialisable(item, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return path, value
-    if value is None or isinstance(value, str | int | float | bool):
-        return None
-    return path, value
+            if type(key) is not str:
+                raise _Refused(
+                    f"has a key of type {type(key).__name__} ({_short(key)}); JSON keys are "
+                    "strings, so pass str keys (the job would receive the key changed)"
+                )
+            _check(item, depth)
+    except _Refused as refused:
+        if type(key) is str:
+            refused.path.append(f"[{key!r}]")
+        raise
+
+
+def _check_list(value: list[Any], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise _Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
+    i = 0
+    try:
+        for i in range(len(value)):
+            _check(value[i], depth)
+    except _Refused as refused:
+        refused.path.append(f"[{i}]")
+        raise
+
+
+def _unsupported(value: Any) -> str:
+    kind = type(value)
+    if isinstance(value, str | int | float | dict | list):
+        base = next(b for b in (bool, str, int, float, dict, list) if isinstance(value, b))
+        hint = f"pass a plain {base.__name__}, e.g. {base.__name__}(value)"
+        if isinstance(value, str | int) and hasattr(value, "value"):
+            hint = "pass value.value"
+    else:
+        hint = _HINTS.get(kind.__name__, "pass plain JSON values, e.g. an id, not an object")
+    return (
+        f"is not JSON-serialisable as is ({kind.__name__}: {_short(value)}); {hint} "
+        "(a job receives exactly what was enqueued, or nothing)"
+    )
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."

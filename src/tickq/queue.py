@@ -9,6 +9,14 @@ from .clock import SystemClock, require_aware
 from .cycle import run_cycle
 from .errors import ConfigurationError, UnknownJobType
 from .job import Frozen, NewJob
+from .job_options import (
+    check_max_attempts,
+    check_priority,
+    check_queue,
+    check_text,
+    check_unique_key,
+    check_unique_scope,
+)
 from .lease import LeaseKeeper
 from .logger import log
 from .payload import dump_payload
@@ -55,7 +63,6 @@ else:
 
 DEFAULT_URL = "sqlite:///tickq.db"
 DATABASE_ENV = "TICKQ_DATABASE_URL"
-UNIQUE_SCOPES = ("active", "all")
 RESERVED_PARAMS = ("conn",)
 # Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
 # otherwise tickq.alerts isn't imported at all, which a waking host would pay for.
@@ -113,17 +120,26 @@ class JobDefinition(Frozen):
         return self.max_delay or DEFAULT_MAX_DELAY
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
-        """Raise ``TypeError`` now if the job function could never accept ``payload``."""
+        """Raise ``TypeError`` now if the job function could never accept ``payload``, or a
+        value doesn't fit a simple annotation (``a="1"`` for ``a: int``)."""
+        from .hints import mismatch
+
+        problem = self.unfit(payload) or mismatch(self.fn, payload)  # type: ignore[arg-type]
+        if problem:
+            raise TypeError(
+                f"payload does not fit job {self.name!r}{signature_text(self.fn)}: {problem}"
+            )
+
+    def unfit(self, payload: Mapping[str, Any]) -> str | None:
+        """What keeps the function from ever taking ``payload`` as keywords, or None."""
         keys = payload.keys()
         unexpected = sorted(keys - self.accepted) if self.accepted is not None else []
         missing = sorted(self.required - keys)
-        if unexpected or missing:
-            problems = [f"unexpected {', '.join(map(repr, unexpected))}"] if unexpected else []
-            problems += [f"missing {', '.join(map(repr, missing))}"] if missing else []
-            raise TypeError(
-                f"payload does not fit job {self.name!r}{signature_text(self.fn)}: "
-                f"{'; '.join(problems)}"
-            )
+        problems = [f"unexpected {', '.join(map(repr, unexpected))}"] if unexpected else []
+        problems += [f"missing {', '.join(map(repr, missing))}"] if missing else []
+        if self.accepted is None and self.context_param in keys:  # **kwargs would lose it
+            problems.append(f"{self.context_param!r} is the name of its JobContext parameter")
+        return "; ".join(problems) or None
 
 
 class JobFunction(_Generic[P, R]):
@@ -293,12 +309,10 @@ class Queue:
         ``max_delay`` is how late an enqueued job may start (default 15 minutes); on a host
         that sleeps, ``tickq plan`` picks the tick interval from it.
         """
-        if max_attempts < 1:
-            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        max_attempts, priority = check_max_attempts(max_attempts), check_priority(priority)
         if timeout is not None and timeout <= 0:
             raise ConfigurationError(f"timeout must be positive seconds, got {timeout}")
-        if not queue:
-            raise ConfigurationError("queue must be a non-empty name, got ''")
+        queue = check_queue(queue)
         policy = as_backoff(backoff)
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
@@ -392,23 +406,22 @@ class Queue:
                 "the function with @q.job, or use Queue(strict=False) to enqueue types "
                 "that another process handles"
             )
-        if unique_scope not in UNIQUE_SCOPES:
-            raise ConfigurationError(
-                f"unique_scope must be 'active' or 'all', got {unique_scope!r}"
-            )
+        check_text("job type", job_type)
+        unique_scope = check_unique_scope(unique_scope)
         payload_json = dump_payload(payload, job_type)
         if definition is not None:
             definition.check_payload(payload or {})
         import json
 
-        if priority is None:
-            priority = definition.priority if definition else 0
         return NewJob(
             type=job_type, payload_json=payload_json,
-            queue=queue or (definition.queue if definition else "default"),
-            priority=priority,
-            max_attempts=max_attempts or (definition.max_attempts if definition else 4),
-            run_after=self._run_after(run_after), unique_key=unique_key,
+            queue=check_queue(queue) if queue is not None else (
+                definition.queue if definition else "default"),
+            priority=check_priority(priority) if priority is not None else (
+                definition.priority if definition else 0),
+            max_attempts=check_max_attempts(max_attempts) if max_attempts is not None else (
+                definition.max_attempts if definition else 4),
+            run_after=self._run_after(run_after), unique_key=check_unique_key(unique_key),
             unique_scope=unique_scope if unique_key is not None else None,
             meta_json=json.dumps(dict(meta)) if meta else None,
         )  # fmt: skip
@@ -417,7 +430,12 @@ class Queue:
         if run_after is None:
             return None
         if isinstance(run_after, timedelta):
-            return self.clock.now() + run_after
+            try:
+                return self.clock.now() + run_after
+            except OverflowError:
+                raise ConfigurationError(
+                    f"run_after {run_after!r} from now is past the year 9999"
+                ) from None
         if isinstance(run_after, datetime):
             return require_aware(run_after, "run_after")
         raise TypeError(
@@ -443,6 +461,11 @@ class Queue:
         the job exists, roll back and it never did. With ``unique_key`` a second enqueue
         while one is pending or running (``unique_scope="all"``: while one exists at all)
         returns the existing job's id instead of adding another.
+
+        The job receives exactly ``payload``, or nothing is stored: a value JSON would
+        change or can't carry, a payload that doesn't fit the function (names, simple
+        annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
+        or option, the same on every backend (see docs/payloads.md).
         """
         job = self.new_job(
             job_type, payload, run_after=run_after, unique_key=unique_key,

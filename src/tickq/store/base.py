@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager, suppress
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from json import loads
 
 from ..clock import SystemClock
 from ..errors import InvalidTransition, JobNotFound
 from ..job import Attempt, Frozen, Job, JobState, NewJob
+from ..payload import Unreadable, load_payload
 from .queries import DURATION_BUCKETS, bucket_label, load_queries, migrations
 
 TYPE_CHECKING = False
@@ -207,28 +208,58 @@ class SqlStore:
 
     # -- rows ---------------------------------------------------------------------------
     def job_from_row(self, row: Sequence[Any]) -> Job:
-        """A ``Job`` from a row of ``JOB_COLUMNS``."""
+        """A ``Job`` from a row of ``JOB_COLUMNS``; never raises for a bad stored value
+        (the job then has an ``Unreadable`` payload saying why)."""
         (id_, type_, queue, payload, status, priority, attempts, max_attempts, run_after,
          last_error, unique_key, created_at, updated_at, attempted_at, finished_at, lease_owner,
          lease_expires_at, meta) = row  # fmt: skip
-        ts, js = self._decode_ts, self._decode_json
+        ts, js = self._lenient_ts, self._lenient_json
+        payload, priority, max_attempts = self._vetted(payload, priority, attempts, max_attempts)
         return Job(
-            id_, type_, queue, js(payload), STATES[status], priority, attempts, max_attempts,
+            id_, type_, queue, payload, STATES[status], priority, attempts, max_attempts,
             ts(run_after), last_error, unique_key, ts(created_at), ts(updated_at),  # type: ignore[arg-type]
             ts(attempted_at), ts(finished_at), lease_owner, ts(lease_expires_at), js(meta),
         )  # fmt: skip
 
     def claimed_from_row(self, row: Sequence[Any], owner: str) -> Job:
-        """A just-claimed ``Job`` from a row of ``CLAIMED_COLUMNS``."""
+        """A just-claimed ``Job`` from a row of ``CLAIMED_COLUMNS``; a row that can't be
+        decoded or run gets an ``Unreadable`` payload, so it fails alone."""
         (id_, type_, queue, payload, priority, attempts, max_attempts, run_after, last_error,
          unique_key, created_at, attempted_at, lease_expires_at, meta) = row  # fmt: skip
-        ts, js = self._decode_ts, self._decode_json
+        ts, js = self._lenient_ts, self._lenient_json
+        payload, priority, max_attempts = self._vetted(payload, priority, attempts, max_attempts)
         claimed_at = ts(attempted_at)
         return Job(
-            id_, type_, queue, js(payload), JobState.RUNNING, priority, attempts, max_attempts,
-            ts(run_after), last_error, unique_key, ts(created_at), claimed_at, claimed_at,  # type: ignore[arg-type]
-            None, owner, ts(lease_expires_at), js(meta),
+            id_, type_, queue, payload, JobState.RUNNING, priority, attempts, max_attempts,
+            ts(run_after) or _EPOCH, last_error, unique_key, ts(created_at), claimed_at,  # type: ignore[arg-type]
+            claimed_at, None, owner, ts(lease_expires_at), js(meta),
         )  # fmt: skip
+
+    def _vetted(
+        self, payload: str | None, priority: Any, attempts: Any, max_attempts: Any
+    ) -> tuple[dict[str, Any], int, int]:
+        """The payload, priority and max_attempts to build the job with; a bad stored option
+        (text written by hand or by an older version) makes the payload ``Unreadable`` and is
+        replaced by an int, so sorting and logging the job can't raise."""
+        decoded = load_payload(payload)
+        if type(priority) is not int:
+            decoded, priority = Unreadable(f"stored priority {priority!r} is not an integer"), 0
+        if type(max_attempts) is not int:
+            decoded = Unreadable(f"stored max_attempts {max_attempts!r} is not an integer")
+            max_attempts = attempts
+        return decoded, priority, max_attempts
+
+    def _lenient_ts(self, value: Any) -> datetime | None:
+        try:
+            return self._decode_ts(value)
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+    def _lenient_json(self, value: str | None) -> Any:
+        try:
+            return self._decode_json(value)
+        except (RecursionError, ValueError):
+            return None
 
     def insert_params(self, job: NewJob, now: Any = ...) -> dict[str, Any]:
         """Parameters of the ``insert`` query; pass ``now`` once for a whole chunk."""
@@ -667,6 +698,9 @@ class SqlStore:
         """(when the last tick began or None, how many ticks so far, now)."""
         at, ticks, now = self.run("last_tick", now=self._now())[0]
         return self._decode_ts(at), int(ticks or 0), self._decode_ts(now)  # type: ignore[return-value]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _claim_order(job: Job) -> tuple[int, datetime, int]:

@@ -10,7 +10,7 @@
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
-    VALUES (:type, :queue, CAST(:payload AS jsonb), :priority, :max_attempts,
+    VALUES (:type, :queue, CAST(:payload AS json), :priority, :max_attempts,
             COALESCE(CAST(:run_after AS timestamptz), CAST(:now AS timestamptz), now()),
             :unique_key, :unique_scope, CAST(:meta AS jsonb),
             COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
@@ -26,7 +26,7 @@ SELECT j.id FROM j, LATERAL (
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
-    SELECT r.type, r.queue, CAST(r.payload AS jsonb), r.priority, r.max_attempts,
+    SELECT r.type, r.queue, CAST(r.payload AS json), r.priority, r.max_attempts,
            COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
            r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
@@ -393,7 +393,7 @@ WITH moved AS (
 inserted AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
-    SELECT r.type, r.queue, CAST(r.payload AS jsonb), r.priority, r.max_attempts,
+    SELECT r.type, r.queue, CAST(r.payload AS json), r.priority, r.max_attempts,
            COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
            r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
