@@ -136,6 +136,7 @@ def record_and_claim(
     queues: Sequence[str] | None = None,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs in the same round trip."""
+    keeper.finished(o.job for o in outcomes)
     lost = keeper.lost()
     applied, stale = outcomes, []
     if lost or any(o.kind == "lost" for o in outcomes):  # "lost": never started (pool)
