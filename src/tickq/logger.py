@@ -1,9 +1,11 @@
 """tickq's logger, ``logging.getLogger("tickq")``, with ``logging`` imported on first need.
 
 Importing ``logging`` costs a waking host milliseconds. Until something imports it, nobody
-can have configured a handler or a level, so only warnings and errors would show (through
-logging's last-resort handler): info lines are skipped without importing it. Log lines
-carry structured fields in ``extra`` (see ``tickq.logfmt``).
+can have configured a handler or a level: info lines are skipped without importing it. As
+a library should, tickq adds a ``NullHandler`` to its logger, so nothing reaches stderr
+(logging's last-resort handler) unless the app configures logging; ``tickq tick`` sends
+warnings and errors to stderr (``Fallback``). Log lines carry structured fields in ``extra`` (see
+``tickq.logfmt``).
 """
 
 from __future__ import annotations
@@ -26,9 +28,7 @@ class LazyLogger:
 
     def _real(self) -> Any:
         if self._logger is None:
-            import logging
-
-            self._logger = logging.getLogger(self.name)
+            self._logger = library_logger(self.name)
         return self._logger
 
     def isEnabledFor(self, level: int) -> bool:
@@ -51,6 +51,30 @@ class LazyLogger:
         if callable(value):
             setattr(self, attr, value)  # a bound method stays valid: look it up once
         return value
+
+
+class Fallback:
+    """What tickq's logger gets when the app configured no handler of its own."""
+
+    to_stderr = False
+    """Set by a CLI command that is the app itself (``tickq tick``): warnings and errors
+    then go to stderr, as one line each; otherwise a ``NullHandler`` keeps them quiet."""
+    installed = False
+
+
+def library_logger(name: str) -> Any:
+    """``logging.getLogger(name)``, with tickq's fallback handler added (once)."""
+    import logging
+
+    if not Fallback.installed:
+        Fallback.installed = True
+        handler: logging.Handler = logging.NullHandler()
+        if Fallback.to_stderr and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()
+            handler.setLevel(logging.WARNING)
+            handler.setFormatter(logging.Formatter("tickq: %(levelname)s: %(message)s"))
+        logging.getLogger("tickq").addHandler(handler)
+    return logging.getLogger(name)
 
 
 log: Any = LazyLogger("tickq")

@@ -60,7 +60,8 @@ class TickState(Frozen):
     _fields = ("now", "due", "earliest_pending", "cursors")
     _docs = {
         "due": "Pending jobs due now.",
-        "earliest_pending": "``run_after`` of the earliest pending job (due or not).",
+        "earliest_pending": "When the next job comes due: the earliest pending ``run_after``"
+        " or running job's lease expiry (it comes back then if its worker died).",
         "cursors": "Schedule name -> ``handled_until``: every slot at or before it is enqueued.",
     }
 
@@ -348,9 +349,14 @@ class SqlStore:
         limit: int,
         lease_seconds: float,
         queues: Sequence[str] | None = None,
+        durable: bool = True,
     ) -> tuple[Recorded, list[Job]]:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
-        next batch cost one round trip and one commit."""
+        next batch cost one round trip and one commit.
+
+        ``durable=False``: the commit need only survive this process being killed, not the
+        machine losing power (a later durable commit makes it durable too); SQLite then
+        skips its sync to disk."""
         completed = [o for o in outcomes if o.kind == "complete"]
         others = [o for o in outcomes if o.kind != "complete"]
         statements: list[Statement] = []
@@ -664,7 +670,7 @@ class SqlStore:
         return TickState(now, due, earliest, cursors)  # type: ignore[arg-type]
 
     def tick_backlog(self) -> tuple[int, datetime | None, datetime]:
-        """(pending jobs due now, ``run_after`` of the earliest pending job, now)."""
+        """(pending jobs due now, when the next job comes due (``earliest_pending``), now)."""
         due, earliest, now = self.run("tick_backlog", now=self._now())[0]
         return int(due), self._decode_ts(earliest), self._decode_ts(now)  # type: ignore[return-value]
 
