@@ -671,7 +671,9 @@ class Queue:
         running worker does so as each comes due), each one once ever. After a sleep,
         ``catch_up="latest"`` runs only the latest missed slot and ``"all"`` every one (the
         latest ``max_catch_up``); the job reads ``ctx.meta["slot"]`` and
-        ``ctx.meta["missed"]``.
+        ``ctx.meta["missed"]``. The first tick that sees a schedule runs only its latest slot
+        within ``max_delay`` (default 15 minutes), with ``missed`` 0: earlier slots are from
+        before the schedule existed.
         """
         if callable(cron):
             raise ConfigurationError(
