@@ -102,7 +102,6 @@ class Worker:
         """Work until SIGTERM/SIGINT or ``stop``; drain, release, return the totals."""
         self._banner()
         self.store.subscribe(self._enqueued)
-        self._start_listener()
         try:
             with self._signals():
                 self._loop()
@@ -141,7 +140,11 @@ class Worker:
         if monotonic() >= self._next_rescue:
             self._rescue()
         self._exchange()
-        self._started = True
+        if not self._started:
+            # LISTEN once the schema is known to be there: on an unmigrated database the
+            # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
+            self._started = True
+            self._start_listener()
 
     def _on_trouble(self, exc: Exception) -> None:
         if isinstance(exc, SchemaMissing) and not self._started:
@@ -481,7 +484,7 @@ class Trouble:
         delay = min(self.CAP, self.FIRST * 2 ** (self.failures - 1))
         delay *= random.uniform(0.8, 1.2)  # workers that lost the database together spread out
         extra = {"event": f"{self.what.split()[0].lower()}_unavailable", "failures": self.failures}
-        if isinstance(exc, DatabaseUnavailable):
+        if isinstance(exc, (DatabaseUnavailable, SchemaMissing)):
             log.warning("tickq %s trouble (try %d): %s; retrying in %.1fs", self.what,
                         self.failures, exc, delay, extra=extra)  # fmt: skip
         else:
