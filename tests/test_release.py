@@ -27,7 +27,7 @@ def test_a_version_tag_builds_checks_then_publishes_with_trusted_publishing() ->
     build, publish = doc["jobs"]["build"], doc["jobs"]["publish"]
     built = steps_text(build)
     assert "python -m build" in built and "twine check --strict dist/*" in built
-    assert "bin/tickq\" demo --no-serve" in built, "the wheel is tried before it is published"
+    assert 'bin/tickq" demo --no-serve' in built, "the wheel is tried before it is published"
     assert publish["needs"] == "build" and publish["environment"]["name"] == "pypi"
     assert publish["permissions"] == {"id-token": "write"}
     assert "pypa/gh-action-pypi-publish@release/v1" in steps_text(publish)
