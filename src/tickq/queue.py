@@ -771,6 +771,14 @@ class Queue:
 
         return blueprint(self.endpoint(**options), name)
 
+    def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
+        """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
+        adds ``POST /api/cron/tick`` and ``GET /api/cron/health`` beside the app's own
+        routes (``prefix=`` moves them). Options as for ``asgi_app``."""
+        from .web.fastapi import router
+
+        return router(self.endpoint(**options))
+
     def django_urls(self, **options: Unpack[EndpointSettings]) -> list[Any]:
         """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""
         from .web.django import urls
