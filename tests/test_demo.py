@@ -131,6 +131,23 @@ def test_the_default_port_busy_is_said_loudly(tmp_path: Path) -> None:
                 process.wait(10)
 
 
+def test_without_the_demo_extra_it_says_what_to_install() -> None:
+    """Flask missing (as after a plain `pip install tickq`): one line naming the extra."""
+    code = (
+        "import sys; sys.modules['flask'] = None; from tickq.cli import main; "
+        "sys.exit(main(['demo', '--no-serve']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env=tickq_env(), cwd=str(ROOT),
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip() == (
+        "tickq: error: tickq demo needs Flask and SQLAlchemy (flask is missing); "
+        "pip install 'tickq[demo]'"
+    )
+
+
 def read_until(process: subprocess.Popen[str], marker: str, timeout: float = 60) -> str:
     """The process's output up to the line holding ``marker`` (fails if it never comes)."""
     assert process.stdout is not None
