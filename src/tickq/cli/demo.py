@@ -18,6 +18,8 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -47,8 +49,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def load_bookings() -> Any:
     """The bookings example app, shipped in the package as ``tickq.demo``."""
     try:
-        from werkzeug.serving import make_server  # noqa: F401 - Flask's server, used below
-
         from ..demo import app
     except ImportError as exc:
         raise ConfigurationError(
@@ -191,8 +191,26 @@ def show_new_emails(story: Story, seen: list[Any]) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="tickq-demo-") as folder:
+    with sigterm_as_ctrl_c(), tempfile.TemporaryDirectory(prefix="tickq-demo-") as folder:
         return run_in(Path(folder), args)
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM ends the demo as Ctrl-C does, so its temporary folder is deleted."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_in(folder: Path, args: argparse.Namespace) -> int:
@@ -234,8 +252,8 @@ def tell_and_serve(bookings: Any, inbox: AlertInbox, token: str, args: argparse.
         tell(story, clock, bookings, inbox)
         if args.no_serve:
             heading("Done")
-            say("the demo's server has stopped; run `tickq demo` without --no-serve to try "
-                "the app yourself")  # fmt: skip
+            say("--no-serve: the app stops here; run `tickq demo` without it to try the app "
+                "yourself")  # fmt: skip
             return 0
         try_it_yourself(story, token, inbox, args)
         # Real time again (a jump forward, as the story ends before now), so bookings
@@ -244,7 +262,7 @@ def tell_and_serve(bookings: Any, inbox: AlertInbox, token: str, args: argparse.
         inbox.live = True
         say("serving until Ctrl-C")
         sys.stdout.flush()  # a pipe (| tee) sees the URLs now, not at exit
-        until_stopped()
+        threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
@@ -261,18 +279,6 @@ def try_it_yourself(story: Story, token: str, inbox: AlertInbox, args: argparse.
     say(f"alerts:    POSTed to {inbox.url} (a receiver in this demo)")
     kept = " (a temporary file, deleted when the demo exits)" if not args.database_url else ""
     say(f"database:  {os.environ['DATABASE_URL']}{kept}")
-
-
-def until_stopped() -> None:
-    """Wait for Ctrl-C; SIGTERM ends the demo the same way (so its folder is cleaned up)."""
-    import signal
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
-    threading.Event().wait()
 
 
 def tell(story: Story, clock: Any, bookings: Any, inbox: AlertInbox) -> None:
