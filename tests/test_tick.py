@@ -204,6 +204,32 @@ def test_a_new_schedule_runs_a_slot_just_missed_but_not_old_history(
     assert [m["schedule"] for m in ran] == ["recent", "old", "recent"]
 
 
+def test_a_new_apps_first_tick_reports_no_missed_slots(
+    frozen_queue: Queue, clock: FrozenClock, ran: list[dict[str, Any]]
+) -> None:
+    """Slots from before a schedule existed were never missed: the first tick runs the latest
+    one within max_delay (whatever catch_up says) with missed=0; later sleeps count."""
+    q = frozen_queue
+
+    @q.schedule(every=timedelta(minutes=1), catch_up="all")
+    def minutely(ctx: JobContext) -> None:
+        ran.append(ctx.meta)
+
+    @q.schedule("*/5 * * * *")
+    def five(ctx: JobContext) -> None:
+        ran.append(ctx.meta)
+
+    clock.set(at(9, 14, 30))
+    first = q.tick()["schedules_enqueued"]
+    assert [(e["name"], e["slot"][11:16], e["missed"]) for e in first] == [
+        ("minutely", "09:14", 0), ("five", "09:10", 0),
+    ]  # fmt: skip
+    assert [m["missed"] for m in ran] == [0, 0]
+    clock.set(at(9, 40, 30))  # asleep 26 minutes: five's 09:15..09:35 were missed
+    later = {e["name"]: e for e in q.tick()["schedules_enqueued"] if e["name"] == "five"}
+    assert later["five"]["slot"][11:16] == "09:40" and later["five"]["missed"] == 5
+
+
 def test_a_tick_that_lost_the_race_enqueues_nothing(
     frozen_queue: Queue, clock: FrozenClock
 ) -> None:

@@ -335,6 +335,54 @@ def test_mounts_under_a_prefix_in_starlette(app_queue: Queue) -> None:
         assert httpx.get(base + "/jobs" + HEALTH).status_code == 200
 
 
+def signup_app(q: Queue) -> Any:
+    """A FastAPI app with its own POST /signup, which enqueues a welcome email job."""
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @q.job()
+    def welcome(email: str) -> None: ...
+
+    @app.post("/signup", status_code=201)
+    def signup(body: dict[str, str]) -> dict[str, int]:
+        return {"job": welcome.enqueue(email=body["email"])}
+
+    return app
+
+
+@pytest.mark.parametrize("prefix", ["", "/internal"])
+def test_fastapi_include_router_keeps_the_apps_routes(app_queue: Queue, prefix: str) -> None:
+    app = signup_app(app_queue)
+    app.include_router(app_queue.fastapi_router(secret=SECRET), prefix=prefix)
+    with serving(app) as base:
+        signup = httpx.post(base + "/signup", json={"email": "ada@example.com"}, timeout=30)
+        assert signup.status_code == 201, signup.text
+        r = httpx.post(base + prefix + TICK, headers=AUTH, timeout=30)
+        assert r.status_code == 200 and r.json()["jobs"]["succeeded"] == 2  # report + welcome
+        assert app_queue.get_job(signup.json()["job"]).status.value == "done"
+        assert httpx.get(base + prefix + HEALTH, timeout=30).json()["ok"] is True
+        assert httpx.post(base + prefix + TICK, timeout=30).status_code == 401
+        wrong = httpx.get(base + prefix + TICK, headers=AUTH, timeout=30)
+        assert wrong.status_code == 405 and "use POST" in wrong.json()["error"]
+        docs = httpx.get(base + "/openapi.json", timeout=30).json()
+        assert set(docs["paths"]) == {"/signup"}, "tickq's routes stay out of the schema"
+
+
+def test_a_mount_at_the_root_says_it_hides_the_apps_routes(app_queue: Queue) -> None:
+    """The pitfall: ``app.mount("/", q.asgi_app())`` before the app's routes answers every
+    path; its 404 says what to do instead."""
+    from fastapi import FastAPI
+
+    app = FastAPI()
+    app.mount("/", app_queue.asgi_app(secret=SECRET))
+    app.router.routes.extend(signup_app(app_queue).router.routes)
+    with serving(app) as base:
+        r = httpx.post(base + "/signup", json={"email": "ada@example.com"}, timeout=30)
+        assert r.status_code == 404 and "include_router(q.fastapi_router())" in r.json()["error"]
+        assert httpx.post(base + TICK, headers=AUTH, timeout=30).status_code == 200
+
+
 def test_wsgi_app_behind_a_real_wsgi_server(app_queue: Queue) -> None:
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 

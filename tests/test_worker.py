@@ -275,6 +275,17 @@ def test_missing_tables_are_a_one_line_error(tmp_path: Path) -> None:
     assert "tickq migrate" in last
 
 
+def test_postgres_worker_on_an_unmigrated_database_says_migrate_in_one_line(
+    pg_schema_url: str,
+) -> None:
+    """No traceback from the LISTEN thread: it starts only once the schema is there."""
+    result = run_tickq("worker", "apps.worker_app:q", TICKQ_DATABASE_URL=pg_schema_url)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and "trouble" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("tickq: error: tickq's tables are missing") and "migrate" in last
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

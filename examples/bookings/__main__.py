@@ -1,4 +1,5 @@
-"""Serve the bookings app: ``python -m examples.bookings --port 8000``.
+"""Serve the bookings app: ``python -m examples.bookings --port 8000`` in a checkout,
+``python -m tickq.demo --port 8000`` where tickq is installed (``pip install 'tickq[demo]'``).
 
 Environment: ``DATABASE_URL`` (default ``sqlite:///bookings.db``), ``CRON_SECRET`` (the
 tick endpoint's token), optional ``SMTP_URL``, ``EMAIL_FAIL_FOR``, ``TICKQ_ALERT_*``.
@@ -14,13 +15,13 @@ from werkzeug.serving import make_server
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m examples.bookings")
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--clock-file", help="tickq.testing.SharedClock file (tests only)")
     args = parser.parse_args()
 
-    from examples.bookings import app as bookings
+    from . import app as bookings
 
     if args.clock_file:
         from tickq.testing import SharedClock

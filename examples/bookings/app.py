@@ -12,6 +12,8 @@
 
 Run the whole story with ``tickq demo``; or serve it yourself (it creates its tables):
 ``DATABASE_URL=sqlite:///bookings.db CRON_SECRET=... python -m examples.bookings --port 8000``
+(``python -m tickq.demo`` where tickq is installed: the package ships this folder as
+``tickq.demo``, so the demo runs from a wheel).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from examples.bookings.mail import sender_from_env
 from flask import Flask, request
 from sqlalchemy import (
     Column,
@@ -37,6 +38,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from tickq import JobContext, Queue
+
+from .mail import sender_from_env
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "sqlite:///bookings.db")
 engine = create_engine(DATABASE_URL)  # the app's tables and tickq's share this database

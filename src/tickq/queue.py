@@ -702,7 +702,9 @@ class Queue:
         running worker does so as each comes due), each one once ever. After a sleep,
         ``catch_up="latest"`` runs only the latest missed slot and ``"all"`` every one (the
         latest ``max_catch_up``); the job reads ``ctx.meta["slot"]`` and
-        ``ctx.meta["missed"]``.
+        ``ctx.meta["missed"]``. The first tick that sees a schedule runs only its latest slot
+        within ``max_delay`` (default 15 minutes), with ``missed`` 0: earlier slots are from
+        before the schedule existed.
         """
         if callable(cron):
             raise ConfigurationError(
@@ -805,6 +807,14 @@ class Queue:
         from .web.flask import blueprint
 
         return blueprint(self.endpoint(**options), name)
+
+    def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
+        """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
+        adds ``POST /api/cron/tick`` and ``GET /api/cron/health`` beside the app's own
+        routes (``prefix=`` moves them). Options as for ``asgi_app``."""
+        from .web.fastapi import router
+
+        return router(self.endpoint(**options))
 
     def django_urls(self, **options: Unpack[EndpointSettings]) -> list[Any]:
         """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""

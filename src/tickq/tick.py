@@ -88,10 +88,7 @@ def plan_move(
     queue: Queue, definition: ScheduleDefinition, cursor: datetime | None, now: datetime
 ) -> tuple[ScheduleMove, Due] | None:
     """The cursor move (with one job per due slot) a schedule needs at ``now``, or None."""
-    # A schedule seen for the first time still runs a slot that passed within its
-    # max_delay (the app was deployed just after it); older ones are history.
-    after = cursor if cursor is not None else now - definition.effective_max_delay
-    due = definition.due(after, now)
+    due = first_sight(definition, now) if cursor is None else definition.due(cursor, now)
     if not due.slots:
         # First sight with nothing due: store the cursor anyway, or a later tick would look
         # back only max_delay again and could skip a slot in between.
@@ -112,6 +109,15 @@ def plan_move(
         for i, slot in enumerate(due.slots)
     ]
     return ScheduleMove(definition.name, cursor, due.slots[-1], due.slots[-1], jobs), due
+
+
+def first_sight(definition: ScheduleDefinition, now: datetime) -> Due:
+    """A schedule seen for the first time runs the latest slot that passed within its
+    max_delay (the app was deployed just after it), whatever ``catch_up`` says; slots
+    before that are history, from before the schedule existed: none counts as missed."""
+    from .schedule import Due  # loaded already: ``definition`` is one of its classes
+
+    return Due(definition.due(now - definition.effective_max_delay, now).slots[-1:], 0)
 
 
 def summarise(

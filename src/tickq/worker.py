@@ -106,7 +106,6 @@ class Worker:
         """Work until SIGTERM/SIGINT or ``stop``; drain, release, return the totals."""
         self._banner()
         self.store.subscribe(self._enqueued)
-        self._start_listener()
         try:
             with self._signals():
                 self._loop()
@@ -146,7 +145,11 @@ class Worker:
         if monotonic() >= self._next_rescue:
             self._rescue()
         self._exchange()
-        self._started = True
+        if not self._started:
+            # LISTEN once the schema is known to be there: on an unmigrated database the
+            # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
+            self._started = True
+            self._start_listener()
 
     def _on_trouble(self, exc: Exception) -> None:
         if isinstance(exc, SchemaMissing) and not self._started:
@@ -511,7 +514,7 @@ class Trouble:
         extra = {"event": f"{self.what.split()[0].lower()}_unavailable", "failures": self.failures}
         if self.failures > 3 and self.failures % self.LOG_EVERY:
             return delay
-        if isinstance(exc, DatabaseUnavailable):
+        if isinstance(exc, (DatabaseUnavailable, SchemaMissing)):
             log.warning("tickq %s trouble (try %d): %s; retrying in %.1fs", self.what,
                         self.failures, exc, delay, extra=extra)  # fmt: skip
         else:

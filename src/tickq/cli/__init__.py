@@ -43,12 +43,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        return reader_went_away()
     except TickqError as exc:
         print(f"tickq: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def reader_went_away() -> int:
+    """``tickq show APP 1 | head``: the reader closed the pipe. Exit quietly, as ``cat``
+    does (128 + SIGPIPE); stdout goes to devnull so the flush at exit cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 if __name__ == "__main__":

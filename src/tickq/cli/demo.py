@@ -1,9 +1,9 @@
 """``tickq demo``: the guide's bookings app, end to end, on embedded SQLite.
 
-Starts the example app (examples/bookings) on a real socket, signs people up, books
-appointments, calls the tick endpoint the way a scheduler would, fast-forwards time to
-show retries, the final ``failed`` state and the alert (delivered to a small webhook
-receiver the demo runs), then leaves the app running.
+Starts the example app (examples/bookings, shipped in the package as ``tickq.demo``) on a
+real socket, signs people up, books appointments, calls the tick endpoint the way a
+scheduler would, fast-forwards time to show retries, the final ``failed`` state and the
+alert (delivered to a small webhook receiver the demo runs), then leaves the app running.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,28 +27,57 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
+DEFAULT_PORT = 8000
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     demo = subparsers.add_parser(
         "demo", help="run the guide's bookings app end to end (embedded SQLite, no set-up)"
     )
     demo.add_argument("--no-serve", action="store_true", help="run the story and exit")
-    demo.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
     demo.add_argument(
-        "--database-url", help="app database (default: a fresh SQLite file in a temp folder)"
+        "--port", type=int, default=None,
+        help=f"port to serve on (default {DEFAULT_PORT}, or another free one if it is busy)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--database-url",
+        help="app database (default: a fresh SQLite file, deleted when the demo exits)",
     )
     demo.set_defaults(handler=run_demo)
 
 
-def find_examples() -> Path:
-    """The checkout holding examples/bookings: the current folder or tickq's own source."""
-    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        if (root / "examples" / "bookings" / "app.py").is_file():
-            return root
-    raise ConfigurationError(
-        "tickq demo runs examples/bookings from a tickq checkout; run it from the folder "
-        "you cloned tickq into (git clone ... && cd tickq && tickq demo)"
-    )
+def load_bookings() -> Any:
+    """The bookings example app, shipped in the package as ``tickq.demo``."""
+    try:
+        from ..demo import app
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"tickq demo needs Flask and SQLAlchemy ({exc.name} is missing); "
+            "pip install 'tickq[demo]'"
+        ) from None
+    return app
+
+
+def serve(app: Any, port: int, explicit: bool) -> Any:
+    """A threaded server for ``app`` on ``port``; a busy default port is replaced loudly,
+    a busy port asked for with ``--port`` is an error."""
+    import socket
+
+    from werkzeug.serving import make_server
+
+    try:
+        listener = socket.create_server(("127.0.0.1", port))
+    except OSError as exc:
+        if explicit or port == 0:
+            raise ConfigurationError(
+                f"cannot serve the demo on port {port} ({exc.strerror}); "
+                "pick another with --port N, or --port 0 for any free port"
+            ) from None
+        listener = socket.create_server(("127.0.0.1", 0))
+        say(f"port {port} is busy: serving on port {listener.getsockname()[1]} instead "
+            "(--port N picks one)")  # fmt: skip
+    with listener:  # werkzeug serves on a duplicate of it
+        return make_server("127.0.0.1", 0, app, threaded=True, fd=listener.fileno())
 
 
 class Story:
@@ -160,55 +191,94 @@ def show_new_emails(story: Story, seen: list[Any]) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    root = find_examples()
-    folder = Path(tempfile.mkdtemp(prefix="tickq-demo-"))
+    with sigterm_as_ctrl_c(), tempfile.TemporaryDirectory(prefix="tickq-demo-") as folder:
+        return run_in(Path(folder), args)
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM ends the demo as Ctrl-C does, so its temporary folder is deleted."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_in(folder: Path, args: argparse.Namespace) -> int:
+    """The demo with its SQLite file in ``folder``, which is deleted when it exits."""
     token = secrets.token_urlsafe(24)
     os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{folder / 'bookings.db'}"
     os.environ["CRON_SECRET"] = token
     os.environ["EMAIL_FAIL_FOR"] = "bounce.example"
     for name in ("SMTP_URL", "TICKQ_ALERT_EMAIL_TO", "TICKQ_ALERT_WEBHOOK_FORMAT"):
         os.environ.pop(name, None)  # the demo sends no real email, and alerts only locally
+    bookings = None
     inbox = AlertInbox()
     os.environ["TICKQ_ALERT_WEBHOOK_URL"] = inbox.url  # read when the app's Queue is made
-    sys.path.insert(0, str(root))
     handler = logging.StreamHandler()
     handler.setFormatter(FirstLine("   [log] %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    try:
+        bookings = load_bookings()
+        return tell_and_serve(bookings, inbox, token, args)
+    finally:
+        inbox.close()
+        if bookings is not None:
+            bookings.q.close()
+            bookings.engine.dispose()
 
-    from examples.bookings import app as bookings
-    from werkzeug.serving import make_server
 
+def tell_and_serve(bookings: Any, inbox: AlertInbox, token: str, args: argparse.Namespace) -> int:
     from ..testing import FrozenClock
 
     clock = FrozenClock(datetime.now(UTC) - STORY_SPAN)
     bookings.q.clock = clock  # the demo fast-forwards time instead of waiting for it
     bookings.migrate()
-    server = make_server("127.0.0.1", _free_port(args.port), bookings.app, threaded=True)
+    port = 0 if args.no_serve and args.port is None else args.port
+    server = serve(bookings.app, DEFAULT_PORT if port is None else port, args.port is not None)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     story = Story(f"http://127.0.0.1:{server.port}", token)
-    tell(story, clock, bookings, inbox)
+    try:
+        tell(story, clock, bookings, inbox)
+        if args.no_serve:
+            heading("Done")
+            say("--no-serve: the app stops here; run `tickq demo` without it to try the app "
+                "yourself")  # fmt: skip
+            return 0
+        try_it_yourself(story, token, inbox, args)
+        # Real time again (a jump forward, as the story ends before now), so bookings
+        # and retries you try by hand happen when the wall clock says.
+        bookings.q.clock = MovingClock(max(clock.now(), datetime.now(UTC)))
+        inbox.live = True
+        say("serving until Ctrl-C")
+        sys.stdout.flush()  # a pipe (| tee) sees the URLs now, not at exit
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0
+
+
+def try_it_yourself(story: Story, token: str, inbox: AlertInbox, args: argparse.Namespace) -> None:
     heading("Try it yourself")
     say(f"app:       {story.base}/bookings   {story.base}/outbox")
     say(f"health:    {story.base}/api/cron/health")
     say(f"tick:      curl -X POST -H 'Authorization: Bearer {token}' {story.base}/api/cron/tick")
     say(f"alerts:    POSTed to {inbox.url} (a receiver in this demo)")
-    say(f"database:  {os.environ['DATABASE_URL']}")
-    try:
-        if not args.no_serve:
-            # Real time again (a jump forward, as the story ends before now), so bookings
-            # and retries you try by hand happen when the wall clock says.
-            bookings.q.clock = MovingClock(max(clock.now(), datetime.now(UTC)))
-            inbox.live = True
-            say("serving until Ctrl-C")
-            sys.stdout.flush()  # a pipe (| tee) sees the URLs now, not at exit
-            threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
-        inbox.close()
-    return 0
+    kept = " (a temporary file, deleted when the demo exits)" if not args.database_url else ""
+    say(f"database:  {os.environ['DATABASE_URL']}{kept}")
 
 
 def tell(story: Story, clock: Any, bookings: Any, inbox: AlertInbox) -> None:
@@ -286,15 +356,3 @@ def tell(story: Story, clock: Any, bookings: Any, inbox: AlertInbox) -> None:
 
     heading("The JSON summary a scheduler sees")
     print(json.dumps(story.tick(), indent=2))
-
-
-def _free_port(preferred: int) -> int:
-    import socket
-
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])

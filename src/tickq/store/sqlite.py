@@ -6,6 +6,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from json import dumps
+from time import monotonic
 
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .base import SqlStore
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from .base import Outcome, Recorded, Rows, ScheduleMove, Statement
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
+WAIT_STEP = 0.1
+"""A write waits for another writer's lock in steps this long, looking between them for a
+lock the calling thread holds itself (which no wait can end)."""
 
 
 def sqlite_path(url: str) -> tuple[str, dict[str, str]]:
@@ -86,7 +90,7 @@ class SQLiteStore(SqlStore):
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, timeout=self.busy_timeout, isolation_level=None,
+            self.path, timeout=min(self.busy_timeout, WAIT_STEP), isolation_level=None,
             check_same_thread=False, uri=self._uri,
         )  # fmt: skip
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
@@ -106,7 +110,10 @@ class SQLiteStore(SqlStore):
             if "locked" in message or "busy" in message:
                 raise DatabaseUnavailable(
                     f"SQLite database {self.path} stayed locked by another writer for "
-                    f"{self.busy_timeout:g}s; try again, or raise ?timeout= in the URL"
+                    f"{self.busy_timeout:g}s; if your code holds a write transaction on it "
+                    "while calling tickq (e.g. a SQLAlchemy session that has flushed), pass "
+                    "conn= to enqueue inside it; otherwise try again, or raise ?timeout= in "
+                    "the URL"
                 ) from exc
             if "unable to open" in message and not self._uri:
                 import os.path
@@ -124,23 +131,55 @@ class SQLiteStore(SqlStore):
                 ) from exc
             raise
 
+    def _execute(self, conn: sqlite3.Connection, sql: str, params: Any = ()) -> Rows:
+        """``conn.execute(sql)`` waiting up to ``busy_timeout`` for another writer's lock,
+        in steps; a lock held by the calling thread's own transaction fails fast."""
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise
+        started = monotonic() - WAIT_STEP
+        while True:
+            self._refuse_own_lock(conn)
+            try:
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or monotonic() - started >= self.busy_timeout:
+                    raise
+
+    def _refuse_own_lock(self, conn: sqlite3.Connection) -> None:
+        if self._uri:
+            return
+        from .own_transaction import own_transaction
+
+        holder = own_transaction(self.path, conn)
+        if holder is not None:
+            raise ConfigurationError(
+                f"SQLite database {self.path} is locked by your own open transaction "
+                f"({holder}), which cannot commit while tickq waits for it; pass conn= "
+                f"(e.g. job.enqueue(..., conn={holder.split()[0]})) to write inside that "
+                "transaction"
+            )
+
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-        conn.execute("BEGIN IMMEDIATE")
+        self._execute(conn, "BEGIN IMMEDIATE")
         try:
             yield conn
+            self._execute(conn, "COMMIT")  # busy while readers finish (rollback journal)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     def _run(self, conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> Rows:
-        return conn.execute(sql, params).fetchall()
+        return self._execute(conn, sql, params)
 
     def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
         if len(statements) == 1:  # one statement is a transaction of its own
             name, params = statements[0]
-            return [conn.execute(self.q[name], params).fetchall()]
+            return [self._execute(conn, self.q[name], params)]
         with self._transaction(conn):
             return [conn.execute(self.q[name], p).fetchall() for name, p in statements]
 
@@ -230,7 +269,7 @@ class SQLiteStore(SqlStore):
         return max(deleted, 0)
 
     def _migrate(self, conn: sqlite3.Connection, steps: list[tuple[int, str, str]]) -> list[int]:
-        conn.execute("PRAGMA journal_mode=WAL")
+        self._execute(conn, "PRAGMA journal_mode=WAL")
         applied_now = []
         with self._transaction(conn):
             conn.execute(
@@ -249,6 +288,12 @@ class SQLiteStore(SqlStore):
                 )
                 applied_now.append(version)
         return applied_now
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Another connection holds the lock (SQLITE_BUSY and its extended codes)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
 
 
 def split_statements(script: str) -> list[str]:

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from .endpoint import Endpoint, Request, Response
+from .endpoint import Endpoint, Request, Response, error
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -28,7 +28,11 @@ class AsgiApp:
         if scope["type"] == "lifespan":
             await serve_lifespan(receive, send)
         elif scope["type"] == "http":
-            await send_response(send, await self.respond(request_from_scope(scope)))
+            request = request_from_scope(scope)
+            response = await self.respond(request)
+            if response.status == 404 and scope.get("app") not in (None, self):
+                response = hiding(request)
+            await send_response(send, response)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
@@ -38,6 +42,16 @@ class AsgiApp:
         if refused is not None or route is None:
             return refused  # type: ignore[return-value]
         return await asyncio.to_thread(route.handler, request)
+
+
+def hiding(request: Request) -> Response:
+    """The 404 of a path that is not tickq's, when tickq is mounted inside another app."""
+    return error(
+        404,
+        f"no tickq endpoint at {request.path!r}: tickq's ASGI app is mounted in your app and "
+        "answers only its own paths (mounted at '/' it hides your app's routes); in FastAPI "
+        "use app.include_router(q.fastapi_router()), in Starlette mount it under a prefix",
+    )
 
 
 def request_from_scope(scope: Scope) -> Request:
