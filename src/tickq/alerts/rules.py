@@ -146,7 +146,8 @@ class Alerts:
         """
         try:
             now = now or self._bound().store.now()
-            start = window_start(now, max(self.window, TICK_OVERDUE_WINDOW))
+            start = overdue_period(last_tick_at, expected_every, now,
+                                   max(self.window, TICK_OVERDUE_WINDOW))  # fmt: skip
             key = f"alert:tick_overdue:{start.isoformat()}"
             if key in self._seen:
                 return None
@@ -284,6 +285,21 @@ def named_sinks(sinks: Sequence[Sink]) -> dict[str, Sink]:
             name, n = f"{base}#{n}", n + 1
         named[name] = sink
     return named
+
+
+def overdue_period(
+    last_tick_at: datetime | None, expected_every: timedelta, now: datetime, period: timedelta
+) -> datetime:
+    """The start of the outage period holding ``now``: periods are counted from the moment
+    the tick became overdue (twice ``expected_every`` after the last one), so an outage
+    gets one alert when it is first seen and one per ``period`` after that, wherever the
+    clock's hours fall. With no tick ever, clock-aligned periods."""
+    if last_tick_at is None:
+        return window_start(now, period)
+    overdue_since = last_tick_at + 2 * expected_every
+    elapsed = max(0.0, (now - overdue_since).total_seconds())
+    size = period.total_seconds()
+    return overdue_since + timedelta(seconds=(elapsed // size) * size)
 
 
 def window_start(when: datetime, window: timedelta) -> datetime:
