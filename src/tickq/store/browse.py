@@ -110,10 +110,12 @@ def _hour(value: Any) -> datetime:
 def failing_types(store: SqlStore, since: datetime, limit: int = 10) -> list[dict[str, Any]]:
     """Types with failed attempts since ``since``: attempts, jobs, last failure and error."""
     rows = _ready(store).run("browse_failing_types", since=store._ts(since), limit=limit)
+    ids = [int(r[4]) for r in rows if r[4] is not None]
+    errors = dict(store.run("browse_last_errors", ids=store._ids_param(ids))) if ids else {}
     return [
         {"type": t, "attempts": int(n), "jobs": int(j), "last_at": store._decode_ts(at),
-         "last_error": error}
-        for t, n, j, at, error in rows
+         "last_job": last, "last_error": errors.get(last)}
+        for t, n, j, at, last in rows
     ]  # fmt: skip
 
 

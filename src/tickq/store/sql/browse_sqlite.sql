@@ -24,10 +24,9 @@ WHERE finished_at >= :since AND outcome IN ('error', 'lease_expired')
 GROUP BY 2
 
 -- name: browse_failing_types
--- Job types with failed attempts since :since, most first, with the latest error.
+-- Job types with failed attempts since :since, most first, and the job that failed last.
 SELECT t.type, t.attempts, t.jobs, t.last_at,
-       (SELECT substr(a2.error, 1, 300) FROM tickq_attempts a2
-        JOIN tickq_jobs j2 ON j2.id = a2.job_id
+       (SELECT a2.job_id FROM tickq_attempts a2 JOIN tickq_jobs j2 ON j2.id = a2.job_id
         WHERE j2.type = t.type AND a2.finished_at = t.last_at
           AND a2.outcome IN ('error', 'lease_expired') LIMIT 1)
 FROM (
@@ -37,6 +36,10 @@ FROM (
     WHERE a.finished_at >= :since AND a.outcome IN ('error', 'lease_expired')
     GROUP BY j.type) AS t
 ORDER BY 2 DESC, 1 LIMIT :limit
+
+-- name: browse_last_errors
+SELECT id, substr(last_error, 1, 300) FROM tickq_jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: browse_by_unique_key
 SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LIMIT :limit
