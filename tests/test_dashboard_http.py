@@ -345,3 +345,57 @@ def test_import_tickq_does_not_import_the_dashboard(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=tickq_env(), timeout=30)  # fmt: skip
     assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.fixture
+def django_server(q: Queue, request: pytest.FixtureRequest) -> Iterator[str]:
+    extra = getattr(request, "param", {})
+    env = tickq_env(TICKQ_DATABASE_URL=q.url, TICKQ_DASHBOARD_PASSWORD=PASSWORD, **extra)
+    script = ROOT / "tests" / "apps" / "django_dashboard.py"
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_django_mounts_the_dashboard(q: Queue, django_server: str) -> None:
+    job_id = failed_id(q)
+    with httpx.Client(timeout=10) as client:
+        first = client.get(f"{django_server}/tickq/jobs/{job_id}")
+        assert first.status_code == 303 and SECRET_PAYLOAD not in first.text
+        assert login(client, django_server).status_code == 303
+        page = client.get(f"{django_server}/tickq/jobs/{job_id}")
+        assert page.status_code == 200 and SECRET_PAYLOAD in page.text
+        assert client.post(f"{django_server}/tickq/jobs/{job_id}/retry").status_code == 403
+        assert q.get_job(job_id).status == "failed"
+        retried = client.post(f"{django_server}/tickq/jobs/{job_id}/retry",
+                              data={"csrf_token": csrf(page.text)})  # fmt: skip
+        assert retried.status_code == 303
+    assert q.get_job(job_id).status == "pending"
+
+
+@pytest.mark.parametrize("django_server", [{"TICKQ_TEST_STAFF_HEADER": "X-Staff"}],
+                         indirect=True)  # fmt: skip
+def test_django_auth_hook_reads_the_django_request(q: Queue, django_server: str) -> None:
+    with httpx.Client(timeout=10) as client:
+        refused = client.get(f"{django_server}/tickq/")
+        assert refused.status_code == 401 and "charge" not in refused.text
+        allowed = client.get(f"{django_server}/tickq/", headers={"X-Staff": "yes"})
+        assert allowed.status_code == 200 and "charge" in allowed.text
+
+
+def test_login_sends_people_back_only_inside_the_dashboard(q: Queue, base: str) -> None:
+    for target, expected in [("/tickq/jobs?status=failed", "/tickq/jobs?status=failed"),
+                             ("//evil.example/tickq/", "/tickq/"),
+                             ("https://evil.example/", "/tickq/"),
+                             ("/tickq/..//evil.example", "/tickq/")]:  # fmt: skip
+        with httpx.Client() as client:
+            page = client.get(f"{base}/tickq/login")
+            form = {"password": PASSWORD, "csrf_token": csrf(page.text), "next": target}
+            response = client.post(f"{base}/tickq/login", data=form)
+            assert response.headers["location"] == expected, target
