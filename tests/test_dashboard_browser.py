@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dashboard_serving import serving
-from tickq import Queue
+from tickq import FrozenClock, Queue
 
 CHROMIUM = os.environ.get("TICKQ_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -59,7 +59,9 @@ PROVIDER = {"up": False}
 
 
 @pytest.fixture
-def q(queue: Queue) -> Iterator[Queue]:
+def q(frozen_queue: Queue, clock: FrozenClock) -> Iterator[Queue]:
+    """A day of history (jobs done and failed each hour), then a job that failed twice."""
+    queue = frozen_queue
     PROVIDER["up"] = False
 
     @queue.job(max_attempts=2, backoff=[0])
@@ -71,10 +73,24 @@ def q(queue: Queue) -> Iterator[Queue]:
     def send_welcome_email(user_id: int) -> None:
         pass
 
+    @queue.job(queue="media", max_attempts=1)
+    def resize_image(image_id: int) -> None:
+        if image_id % 7 == 0:
+            raise OSError(f"image {image_id} is not a valid JPEG")
+
     @queue.schedule("0 9 * * 1-5", tz="Europe/Berlin")
     def morning_digest() -> None:
         pass
 
+    now = clock.now()
+    clock.set(now - timedelta(hours=20))
+    for hour in range(20):
+        queue.enqueue_many([("send_welcome_email", {"user_id": hour * 100 + i})
+                            for i in range(4 + (hour * 7) % 9)])  # fmt: skip
+        queue.enqueue_many([("resize_image", {"image_id": hour * 3 + i}) for i in range(3)])
+        queue.process_jobs()
+        clock.advance(hours=1)
+    clock.set(now)
     queue.enqueue_many([("send_welcome_email", {"user_id": i}) for i in range(12)])
     queue.enqueue("charge_card", {"order": 1001, "note": XSS})
     queue.tick()
@@ -87,7 +103,7 @@ def q(queue: Queue) -> Iterator[Queue]:
 def test_log_in_see_the_failure_retry_it_and_watch_it_succeed(
     q: Queue, browser: Any, shots: Path
 ) -> None:
-    job = q.list_jobs(status="failed")[0]
+    job = q.list_jobs(status="failed", type="charge_card")[0]
     dialogs: list[str] = []
     app = q.asgi_app(dashboard={"password": PASSWORD, "refresh_seconds": 0.3})
     with serving(app) as base:
@@ -160,5 +176,6 @@ def test_keyboard_and_phone(q: Queue, browser: Any, shots: Path) -> None:
         page.get_by_label("Status").select_option("failed")
         page.get_by_label("Type").press("Enter")  # Enter in a field submits the filters
         page.wait_for_url("**/tickq/jobs?status=failed*")
-        assert page.get_by_role("link", name=re.compile(r"^Job \d+$")).count() == 1
+        links = page.get_by_role("link", name=re.compile(r"^Job \d+$"))
+        assert links.count() == len(q.list_jobs(status="failed")) == 10
         context.close()
