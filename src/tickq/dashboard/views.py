@@ -25,13 +25,16 @@ CHART = {"width": 720, "height": 160, "top": 10, "bottom": 22}
 def overview(q: Queue, expected_interval: timedelta) -> dict[str, Any]:
     """Counts, the 24-hour chart, backlog, tick health, failing types, recent alerts.
 
-    The chart and the failing types are read on a helper thread (its own connection)
-    while this one reads the rest: the page costs the longer half, not the sum.
+    The chart with the failing types, and the stopped jobs' counts, are read on two helper
+    threads (each with its own connection) while this one reads the rest: the page costs
+    its longest part, not the sum.
     """
     store = q.store
-    aside = _helper().submit(_activity, store, store.now())
+    start = store.now()
+    activity = _helper().submit(_activity, store, start)
+    stopped = _helper().submit(browse.open_counts, store, "stopped")
     due, earliest, now = store.tick_backlog()
-    counts = browse.open_counts(store)
+    counts = browse.open_counts(store, "active") + stopped.result(timeout=60)
     by_status = {s: 0 for s in STATUSES}
     by_queue: dict[str, dict[str, int]] = {}
     for status, queue, _type, n in counts:
@@ -41,7 +44,7 @@ def overview(q: Queue, expected_interval: timedelta) -> dict[str, Any]:
     done, exact = browse.done_count(store, sum(by_status.values()))
     by_status["done"] = done
     alerts = browse.list_page(store, type=ALERT_DELIVERY, limit=10)[0]
-    hours, failing = aside.result(timeout=60)
+    hours, failing = activity.result(timeout=60)
     return {
         "now": now, "by_status": by_status, "done_exact": exact,
         "by_queue": dict(sorted(by_queue.items())), "chart": chart(hours), "hours": hours,

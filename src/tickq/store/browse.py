@@ -26,7 +26,7 @@ EXACT_BELOW = 50_000
 
 
 def _ready(store: SqlStore) -> SqlStore:
-    if "browse_open_counts" not in store.q:
+    if "browse_active_counts" not in store.q:
         store.q.update(load_queries(f"browse_{store.dialect}", store.paramstyle))
     return store
 
@@ -76,9 +76,13 @@ def by_unique_key(store: SqlStore, key: str, limit: int = 50) -> list[Job]:
     return [store.job_from_row(r) for r in rows]
 
 
-def open_counts(store: SqlStore) -> list[tuple[str, str, str, int]]:
-    """(status, queue, type, count) of every job not done."""
-    return [(s, q, t, int(n)) for s, q, t, n in _ready(store).run("browse_open_counts")]
+def open_counts(store: SqlStore, which: str = "both") -> list[tuple[str, str, str, int]]:
+    """(status, queue, type, count) of jobs not done: ``active`` (pending, running),
+    ``stopped`` (failed, cancelled) or both."""
+    names = ["browse_active_counts", "browse_stopped_counts"]
+    names = names if which == "both" else [f"browse_{which}_counts"]
+    _ready(store)
+    return [(s, q, t, int(n)) for name in names for s, q, t, n in store.run(name)]
 
 
 def done_count(store: SqlStore, open_total: int) -> tuple[int, bool]:

@@ -1,9 +1,17 @@
 -- Named queries for people browsing jobs (the dashboard), SQLite. Pages of jobs are built
 -- in tickq.store.browse from the filters given; these are the fixed reads.
 
--- name: browse_open_counts
-SELECT status, queue, type, count(*) FROM tickq_jobs
-WHERE status IN ('pending', 'running', 'failed', 'cancelled')
+-- name: browse_active_counts
+-- Pending and running jobs by status, queue and type, through the claim and lease indexes.
+SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status = 'pending'
+GROUP BY status, queue, type
+UNION ALL
+SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status = 'running'
+GROUP BY status, queue, type
+
+-- name: browse_stopped_counts
+-- Failed and cancelled jobs by status, queue and type, from tickq_jobs_stopped alone.
+SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
 GROUP BY status, queue, type
 
 -- name: browse_table_size
