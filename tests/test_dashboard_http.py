@@ -399,3 +399,26 @@ def test_login_sends_people_back_only_inside_the_dashboard(q: Queue, base: str) 
             form = {"password": PASSWORD, "csrf_token": csrf(page.text), "next": target}
             response = client.post(f"{base}/tickq/login", data=form)
             assert response.headers["location"] == expected, target
+
+
+def test_a_database_problem_is_a_503_page_saying_what_to_do(tmp_path: Path) -> None:
+    never = Queue(f"sqlite:///{tmp_path / 'never-migrated.db'}")
+    with serving(never.asgi_app(dashboard={"password": PASSWORD})) as base, httpx.Client() as c:
+        login(c, base)
+        for path in ("/tickq/", "/tickq/jobs", "/tickq/jobs/1", "/tickq/schedules"):
+            response = c.get(base + path)
+            assert response.status_code == 503 and "migrate" in response.text, path
+
+
+def test_dashboard_options_are_checked_when_built(q: Queue) -> None:
+    from tickq import ConfigurationError
+
+    for options, message in [
+        ({"prefix": "tickq"}, "prefix must start with '/' and not end with one, got 'tickq'"),
+        ({"prefix": "/tickq/"}, "prefix must start with '/'"),
+        ({"refresh_seconds": -1}, "refresh_seconds must be >= 0, got -1"),
+    ]:
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            q.asgi_app(dashboard=options)
+    with pytest.raises(ConfigurationError, match="dashboard must be True, a dict"):
+        q.asgi_app(dashboard="yes")  # type: ignore[arg-type]

@@ -8,7 +8,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from ..errors import ConfigurationError, InvalidTransition, JobNotFound
+from ..errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    InvalidTransition,
+    JobNotFound,
+    SchemaMissing,
+)
 from . import auth as access
 from . import views
 from .http import Request, Response
@@ -102,7 +108,10 @@ class Dashboard:
         had = request.cookies.get(access.CSRF_COOKIE)
         if not had:  # the first visit: the page's forms carry a token for this new nonce
             request.cookies[access.CSRF_COOKIE] = access.new_nonce()
-        response = self.route(request)
+        try:
+            response = self.route(request)
+        except (DatabaseUnavailable, SchemaMissing) as exc:
+            response = self.page(request, "error.html", 503, message=str(exc))
         if not had:
             nonce = request.cookies[access.CSRF_COOKIE]
             response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
