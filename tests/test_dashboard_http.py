@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -422,3 +423,29 @@ def test_dashboard_options_are_checked_when_built(q: Queue) -> None:
             q.asgi_app(dashboard=options)
     with pytest.raises(ConfigurationError, match="dashboard must be True, a dict"):
         q.asgi_app(dashboard="yes")  # type: ignore[arg-type]
+
+
+def test_recent_alerts_are_on_the_overview_escaped(db_url: str) -> None:
+    from tickq import FrozenClock
+
+    clock, sent = FrozenClock(), []
+    q = Queue(db_url, clock=clock, alerts=[sent.append])
+    q.migrate()
+
+    @q.job(name="<img src=x onerror=alert(1)>", max_attempts=1)
+    def hostile() -> None:
+        raise RuntimeError("boom")
+
+    q.enqueue("<img src=x onerror=alert(1)>")
+    q.process_jobs()
+    for wait in (timedelta(minutes=15), timedelta(hours=1)):
+        clock.advance(wait)
+        q.process_jobs()
+    assert len(sent) == 1
+    with serving(q.asgi_app(dashboard={"password": PASSWORD})) as base, httpx.Client() as c:
+        login(c, base)
+        page = c.get(f"{base}/tickq/").text
+    alerts = page[page.index("Recent alerts") :]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in alerts and "to ?.list.append" in alerts
+    assert "<img src=x" not in page
+    q.close()
