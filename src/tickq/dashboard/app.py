@@ -32,8 +32,6 @@ ACTIONS = ("retry", "cancel", "delete")
 DONE_MESSAGES = {
     "retry": "Put back to pending, due now.",
     "cancel": "Cancelled.",
-    "delete": "Deleted.",
-    "login": "",
 }
 NO_AUTH = (
     "the tickq dashboard is closed: set TICKQ_DASHBOARD_PASSWORD (a long random value) "
