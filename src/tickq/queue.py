@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
     from .alerts import Alerts, Sink
     from .clock import Clock
+    from .dashboard import Dashboard
+    from .dashboard.adapters import DashboardAsgi, DashboardWsgi
     from .job import Attempt, Job
     from .retry import Backoff
     from .schedule import ScheduleDefinition
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     P = ParamSpec("P")
     R = TypeVar("R")
     FailureHook = Callable[[Job], Any]
+    DashboardOption = bool | Mapping[str, Any] | Dashboard
 
     class _Generic(Generic[P, R]): ...
 
@@ -642,6 +645,13 @@ class Queue:
         """Cancel a pending or running job (a running one finishes but changes nothing)."""
         return self.store.cancel(job_id)
 
+    def delete(self, job_id: int) -> None:
+        """Delete a done, failed or cancelled job and its attempts, as ``prune`` would:
+        processed totals keep counting it. Raises ``InvalidTransition`` for an active job."""
+        from .store.browse import delete
+
+        delete(self.store, job_id)
+
     def prune(
         self,
         older_than: timedelta = timedelta(days=7),
@@ -781,7 +791,9 @@ class Queue:
 
         return Endpoint(self, EndpointOptions(**options))
 
-    def asgi_app(self, **options: Unpack[EndpointSettings]) -> AsgiApp:
+    def asgi_app(
+        self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
+    ) -> AsgiApp | DashboardAsgi:
         """An ASGI app with ``POST /api/cron/tick`` and ``GET /api/cron/health``.
 
         The tick needs ``Authorization: Bearer $CRON_SECRET`` (``$CRON_SECRET_PREVIOUS`` is
@@ -791,22 +803,53 @@ class Queue:
         ``?limit=``), ``time_budget``, ``expected_interval`` (health fails after twice
         that), ``max_wait`` (``?strict=1`` answers 500 past it, or on new failures) and
         ``heartbeat_url`` (default ``$TICKQ_HEARTBEAT_URL``).
+
+        ``dashboard=True`` also serves the web dashboard under ``/tickq/`` (a dict of
+        ``tickq.dashboard.Dashboard`` options, e.g. ``{"prefix": "/admin/jobs"}``, or a
+        ``Dashboard`` also work); it needs ``pip install 'tickq[dashboard]'`` and
+        ``$TICKQ_DASHBOARD_PASSWORD`` or an ``auth`` hook, else it answers 503.
         """
         from .web.asgi import AsgiApp
 
-        return AsgiApp(self.endpoint(**options))
+        app = AsgiApp(self.endpoint(**options))
+        if dashboard is False:
+            return app
+        from .dashboard import as_dashboard
+        from .dashboard.adapters import DashboardAsgi
 
-    def wsgi_app(self, **options: Unpack[EndpointSettings]) -> WsgiApp:
+        return DashboardAsgi(as_dashboard(self, dashboard), app)
+
+    def wsgi_app(
+        self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
+    ) -> WsgiApp | DashboardWsgi:
         """The same endpoints as a WSGI app; options as for ``asgi_app``."""
         from .web.wsgi import WsgiApp
 
-        return WsgiApp(self.endpoint(**options))
+        app = WsgiApp(self.endpoint(**options))
+        if dashboard is False:
+            return app
+        from .dashboard import as_dashboard
+        from .dashboard.adapters import DashboardWsgi
 
-    def flask_blueprint(self, name: str = "tickq", **options: Unpack[EndpointSettings]) -> Any:
+        return DashboardWsgi(as_dashboard(self, dashboard), app)
+
+    def flask_blueprint(
+        self,
+        name: str = "tickq",
+        *,
+        dashboard: DashboardOption = False,
+        **options: Unpack[EndpointSettings],
+    ) -> Any:
         """The same endpoints as a Flask blueprint; options as for ``asgi_app``."""
         from .web.flask import blueprint
 
-        return blueprint(self.endpoint(**options), name)
+        bp = blueprint(self.endpoint(**options), name)
+        if dashboard is False:
+            return bp
+        from .dashboard import as_dashboard
+        from .dashboard.adapters import add_flask_rules
+
+        return add_flask_rules(bp, as_dashboard(self, dashboard))
 
     def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
         """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
@@ -816,11 +859,19 @@ class Queue:
 
         return router(self.endpoint(**options))
 
-    def django_urls(self, **options: Unpack[EndpointSettings]) -> list[Any]:
+    def django_urls(
+        self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
+    ) -> list[Any]:
         """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""
         from .web.django import urls
 
-        return urls(self.endpoint(**options))
+        patterns = urls(self.endpoint(**options))
+        if dashboard is False:
+            return patterns
+        from .dashboard import as_dashboard
+        from .dashboard.adapters import django_urls
+
+        return patterns + django_urls(as_dashboard(self, dashboard))
 
 
 def database_url(url: str | None) -> str:

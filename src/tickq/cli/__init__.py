@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import TickqError
 
-COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection")
+COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection", "dashboard")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -1,0 +1,46 @@
+"""``tickq dashboard APP``: the web dashboard on its own port."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ConfigurationError
+from .app import add_app_argument, load_app
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "dashboard",
+        help="serve the web dashboard (needs TICKQ_DASHBOARD_PASSWORD)",
+        description="Serve the web dashboard at http://HOST:PORT/tickq/. It needs "
+        "TICKQ_DASHBOARD_PASSWORD (a long random value) and refuses to start without it.",
+    )
+    add_app_argument(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on "
+                        "(default 127.0.0.1; use 0.0.0.0 only behind HTTPS)")  # fmt: skip
+    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument(
+        "--read-only", action="store_true",
+        help="show everything, allow no action (retry, cancel, delete)",
+    )  # fmt: skip
+    parser.set_defaults(handler=run_dashboard)
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    from ..dashboard import Dashboard
+    from ..dashboard.render import environment
+
+    dashboard = Dashboard(load_app(args.app), read_only=args.read_only)
+    problem = dashboard.problem()
+    if problem is not None:
+        raise ConfigurationError(problem.replace("is closed", "will not start"))
+    environment()  # Jinja2 missing: say so now, not on the first page
+    try:
+        import uvicorn
+    except ImportError:
+        raise ConfigurationError(
+            "tickq dashboard needs uvicorn: pip install 'tickq[dashboard]'"
+        ) from None
+    print(f"tickq dashboard on http://{args.host}:{args.port}{dashboard.prefix}/", flush=True)
+    uvicorn.run(dashboard.asgi_app(), host=args.host, port=args.port, log_level="warning")
+    return 0

@@ -1,0 +1,315 @@
+"""The dashboard: routes, who may see it, and the actions people take from it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from ..errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    InvalidTransition,
+    JobNotFound,
+    SchemaMissing,
+)
+from . import auth as access
+from . import views
+from .http import Request, Response
+from .render import render, static_file
+
+if TYPE_CHECKING:
+    from ..queue import Queue
+
+AuthHook = Callable[[Request], bool]
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+ACTIONS = ("retry", "cancel", "delete")
+DONE_MESSAGES = {
+    "retry": "Put back to pending, due now.",
+    "cancel": "Cancelled.",
+}
+NO_AUTH = (
+    "the tickq dashboard is closed: set TICKQ_DASHBOARD_PASSWORD (a long random value) "
+    "or pass auth= (a function deciding from the host app's own login) to open it"
+)
+
+
+class Dashboard:
+    """A web dashboard over ``queue``: jobs, failures, schedules and tick health.
+
+    Never open by default: it needs ``password`` (default ``$TICKQ_DASHBOARD_PASSWORD``),
+    which opens a login form, or ``auth``, a function given the ``Request`` (its
+    ``native`` is the framework's own request) that returns True for people allowed in.
+    With neither it answers 503 saying why. ``read_only`` hides and refuses every action.
+    ``secret_key`` (default ``$TICKQ_DASHBOARD_SECRET``, else derived from the password)
+    signs cookies and CSRF tokens; several processes behind one URL need the same one.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        *,
+        prefix: str = "/tickq",
+        password: str | None = None,
+        auth: AuthHook | None = None,
+        read_only: bool = False,
+        secret_key: str | None = None,
+        refresh_seconds: float = 5.0,
+        expected_interval: timedelta = timedelta(minutes=15),
+        login_limiter: access.LoginLimiter | None = None,
+    ) -> None:
+        if not prefix.startswith("/") or prefix.endswith("/"):
+            raise ConfigurationError(
+                f"prefix must start with '/' and not end with one, got {prefix!r}"
+            )
+        if refresh_seconds < 0:
+            raise ConfigurationError(f"refresh_seconds must be >= 0, got {refresh_seconds}")
+        self.queue, self.prefix, self.read_only = queue, prefix, read_only
+        self.password, self.auth, self.secret_key = password, auth, secret_key
+        self.refresh_seconds, self.expected_interval = refresh_seconds, expected_interval
+        self.limiter = login_limiter or access.LoginLimiter()
+        self._keys: dict[tuple[str | None, str | None], bytes] = {}
+
+    # -- who may come in ----------------------------------------------------------------
+    def current_password(self) -> str | None:
+        return self.password or access.env_password()
+
+    def problem(self) -> str | None:
+        """Why the dashboard refuses to open, or None."""
+        return None if self.auth or self.current_password() else NO_AUTH
+
+    def key(self) -> bytes:
+        pair = (self.current_password(), self.secret_key or access.env_secret())
+        if pair not in self._keys:
+            self._keys[pair] = access.derive_key(pair[0], pair[1])
+        return self._keys[pair]
+
+    def allowed(self, request: Request) -> bool:
+        if self.auth is not None:
+            return bool(self.auth(request))
+        return access.valid_session(
+            self.key(), request.cookies.get(access.SESSION_COOKIE), time.time()
+        )
+
+    # -- requests -----------------------------------------------------------------------
+    def handle(self, request: Request) -> Response:
+        """Answer one request; never raises for bad input."""
+        if request.path.startswith("/static/"):
+            return self.static(request.path.removeprefix("/static/"))
+        if (why := self.problem()) is not None:
+            return self.page(request, "closed.html", 503, message=why)
+        had = request.cookies.get(access.CSRF_COOKIE)
+        if not had:  # the first visit: the page's forms carry a token for this new nonce
+            request.cookies[access.CSRF_COOKIE] = access.new_nonce()
+        try:
+            response = self.route(request)
+        except (DatabaseUnavailable, SchemaMissing) as exc:
+            response = self.page(request, "error.html", 503, message=str(exc))
+        if not had:
+            nonce = request.cookies[access.CSRF_COOKIE]
+            response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
+        return response
+
+    def route(self, request: Request) -> Response:
+        if request.path == "/login":
+            return self.login(request)
+        if not self.allowed(request):
+            return self.refuse(request)
+        if request.method == "POST":
+            return self.post(request)
+        if request.method not in ("GET", "HEAD"):
+            return self.page(request, "error.html", 405, message="use GET or POST")
+        return self.get(request)
+
+    def get(self, request: Request) -> Response:
+        path = request.path.rstrip("/") or "/"
+        try:
+            if path == "/":
+                return self.page(request, "overview.html", data=views.overview(
+                    self.queue, self.expected_interval), nav="overview")  # fmt: skip
+            if path == "/jobs":
+                return self.page(request, "jobs.html", data=views.jobs(self.queue, request.query),
+                                 nav="jobs", statuses=views.STATUSES)  # fmt: skip
+            if path == "/schedules":
+                now = self.queue.store.now()
+                return self.page(request, "schedules.html", nav="schedules", now=now,
+                                 rows=views.schedules(self.queue, now))  # fmt: skip
+            if path.startswith("/jobs/") and (job_id := _job_id(path[6:])) is not None:
+                return self.detail(request, job_id)
+        except ValueError as exc:
+            return self.page(request, "error.html", 400, message=str(exc))
+        return self.page(request, "error.html", 404, message=f"no page at {request.path}")
+
+    def detail(self, request: Request, job_id: int, status: int = 200,
+               error: str | None = None) -> Response:  # fmt: skip
+        data = views.job_detail(self.queue, job_id)
+        if data is None:
+            return self.page(request, "error.html", 404, message=f"job {job_id} does not exist")
+        done = DONE_MESSAGES.get(request.query.get("did", ""))
+        return self.page(request, "job.html", status, data=data, nav="jobs", error=error,
+                         done=done, now=self.queue.store.now())  # fmt: skip
+
+    # -- actions ------------------------------------------------------------------------
+    def post(self, request: Request) -> Response:
+        if request.path == "/logout":
+            return self.logout(request)
+        if self.read_only:
+            return self.page(request, "error.html", 403, message="this dashboard is read-only")
+        if not self.csrf_ok(request):
+            return self.page(request, "error.html", 403, message=CSRF_PROBLEM)
+        if request.path == "/jobs/retry-failed":
+            return self.retry_failed(request)
+        parts = request.path.strip("/").split("/")
+        if len(parts) == 3 and parts[0] == "jobs" and parts[2] in ACTIONS:
+            job_id = _job_id(parts[1])
+            if job_id is not None:
+                return self.act(request, job_id, parts[2])
+        return self.page(request, "error.html", 404, message=f"no action at {request.path}")
+
+    def act(self, request: Request, job_id: int, action: str) -> Response:
+        try:
+            getattr(self.queue, action)(job_id)
+        except JobNotFound as exc:
+            return self.page(request, "error.html", 404, message=str(exc))
+        except InvalidTransition as exc:
+            return self.detail(request, job_id, 409, error=str(exc))
+        if action == "delete":
+            return redirect(request.url(f"/jobs?{urlencode({'deleted': job_id})}"))
+        return redirect(request.url(f"/jobs/{job_id}?did={action}"))
+
+    def retry_failed(self, request: Request) -> Response:
+        job_type = request.form.get("type") or None
+        count = self.queue.retry_failed(job_type)
+        query = {"status": "failed", **({"type": job_type} if job_type else {}),
+                 "retried": count}  # fmt: skip
+        return redirect(request.url(f"/jobs?{urlencode(query)}"))
+
+    def csrf_ok(self, request: Request) -> bool:
+        return access.valid_csrf(self.key(), request.cookies.get(access.CSRF_COOKIE),
+                               request.form.get(access.CSRF_FIELD))  # fmt: skip
+
+    # -- logging in and out -------------------------------------------------------------
+    def login(self, request: Request) -> Response:
+        if self.auth is not None and not self.current_password():
+            return redirect(request.url("/"))
+        if request.method != "POST":
+            return self.login_form(request)
+        wait = self.limiter.wait(request.client)
+        if wait > 0:
+            response = self.login_form(request, 429, "Too many failed logins: wait a minute.")
+            response.headers.append(("Retry-After", str(int(wait) + 1)))
+            return response
+        if not self.csrf_ok(request):
+            return self.login_form(request, 403, CSRF_PROBLEM)
+        password = self.current_password() or ""
+        if not access.same_password(request.form.get("password", ""), password):
+            self.limiter.failed(request.client)
+            return self.login_form(request, 401, "Wrong password.")
+        self.limiter.succeeded(request.client)
+        response = redirect(_safe_next(request))
+        session = access.new_session(self.key(), time.time())
+        response.headers.append(
+            ("Set-Cookie", self.cookie(request, access.SESSION_COOKIE, session))
+        )
+        return response
+
+    def login_form(self, request: Request, status: int = 200, error: str | None = None) -> Response:
+        target = request.query.get("next") or request.form.get("next") or ""
+        return self.page(request, "login.html", status, error=error, next=target)
+
+    def logout(self, request: Request) -> Response:
+        if not self.csrf_ok(request):
+            return self.page(request, "error.html", 403, message=CSRF_PROBLEM)
+        response = redirect(request.url("/login"))
+        response.headers.append(("Set-Cookie", self.cookie(request, access.SESSION_COOKIE, "", 0)))
+        return response
+
+    def refuse(self, request: Request) -> Response:
+        if self.auth is None and request.method == "GET" and not _is_refresh(request):
+            target = request.url(request.path) + _query_suffix(request)
+            return redirect(request.url(f"/login?{urlencode({'next': target})}"))
+        message = "log in first" if self.auth is None else "the host app did not let you in"
+        return self.page(request, "error.html", 401, message=message)
+
+    def cookie(self, request: Request, name: str, value: str, max_age: int | None = None) -> str:
+        parts = [f"{name}={value}", f"Path={request.base or '/'}", "HttpOnly", "SameSite=Lax"]
+        if max_age is not None:
+            parts.append(f"Max-Age={max_age}")
+        elif name == access.SESSION_COOKIE:
+            parts.append(f"Max-Age={access.SESSION_SECONDS}")
+        if request.https:
+            parts.append("Secure")
+        return "; ".join(parts)
+
+    # -- responses ----------------------------------------------------------------------
+    def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
+        nonce = request.cookies.get(access.CSRF_COOKIE) or ""
+        body = render(
+            template, url=request.url, base=request.base, path=request.path,
+            query=request.query, read_only=self.read_only,
+            csrf=access.csrf_token(self.key(), nonce) if nonce else "",
+            can_logout=self.auth is None and bool(self.current_password()),
+            refresh=self.refresh_seconds, status=status, nav=context.pop("nav", ""),
+            **context,
+        )  # fmt: skip
+        return Response(status, body, [("Content-Type", "text/html; charset=utf-8"),
+                                       *SECURITY_HEADERS])  # fmt: skip
+
+    def static(self, name: str) -> Response:
+        found = static_file(name)
+        if found is None:
+            return Response(404, b"not found", [("Content-Type", "text/plain; charset=utf-8")])
+        content, kind = found
+        return Response(200, content, [("Content-Type", kind), ("Cache-Control", "max-age=300"),
+                                       ("X-Content-Type-Options", "nosniff")])  # fmt: skip
+
+    # -- serving --------------------------------------------------------------------------
+    def asgi_app(self) -> Any:
+        """This dashboard alone as an ASGI app (``/`` redirects to the prefix)."""
+        from .adapters import DashboardAsgi
+
+        return DashboardAsgi(self, None)
+
+    def wsgi_app(self) -> Any:
+        """This dashboard alone as a WSGI app."""
+        from .adapters import DashboardWsgi
+
+        return DashboardWsgi(self, None)
+
+
+CSRF_PROBLEM = "the form's CSRF token is missing or stale: reload the page and try again"
+SECURITY_HEADERS = (
+    ("Cache-Control", "no-store"),
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+)
+
+
+def redirect(location: str) -> Response:
+    return Response(303, b"", [("Location", location), ("Cache-Control", "no-store")])
+
+
+def _job_id(text: str) -> int | None:
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+def _is_refresh(request: Request) -> bool:
+    return request.headers.get("x-tickq-refresh") == "1"
+
+
+def _query_suffix(request: Request) -> str:
+    return f"?{urlencode(request.query)}" if request.query else ""
+
+
+def _safe_next(request: Request) -> str:
+    """Where to go after logging in: only a page of this dashboard."""
+    target = request.form.get("next", "")
+    inside = target.startswith(request.base + "/") and "//" not in target and "\\" not in target
+    return quote(target, safe="/?=&%:#") if inside else request.url("/")

@@ -1,0 +1,143 @@
+"""Reads for people browsing jobs (the dashboard), and deleting one job by hand.
+
+Additive to the store: the named queries live in ``sql/browse_<dialect>.sql`` and are
+merged into the store's own on first use, so they run on its connection per thread. Pages
+are keyset pages (``id < before``, newest first): never an ``OFFSET``, never an exact count
+over the whole table.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ..errors import InvalidTransition, JobNotFound
+from ..job import Job, JobState
+from .queries import JOB_COLUMNS, column_list, format_query, load_queries
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .base import SqlStore
+
+OPEN_STATES = ("pending", "running", "failed", "cancelled")
+EXACT_BELOW = 50_000
+"""Below this many rows (the planner's estimate) done jobs are counted exactly."""
+
+
+def _ready(store: SqlStore) -> SqlStore:
+    if "browse_active_counts" not in store.q:
+        store.q.update(load_queries(f"browse_{store.dialect}", store.paramstyle))
+    return store
+
+
+def list_page(
+    store: SqlStore,
+    status: str | None = None,
+    type: str | None = None,
+    queue: str | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> tuple[list[Job], bool]:
+    """One page of jobs newest first, and whether older ones follow.
+
+    Only the filters given appear in the statement, so each combination gets the plan that
+    fits it (a status is a literal, checked against ``JobState``, so Postgres can use the
+    partial index of open jobs).
+    """
+    if status is not None:
+        status = JobState(status).value
+    name = _list_query(_ready(store), status, type is not None, queue is not None,
+                       before_id is not None)  # fmt: skip
+    rows = store.run(name, type=type, queue=queue, before_id=before_id, limit=limit + 1)
+    jobs = [store.job_from_row(r) for r in rows[:limit]]
+    return jobs, len(rows) > limit
+
+
+def _list_query(store: SqlStore, status: str | None, type: bool, queue: bool,
+                before: bool) -> str:  # fmt: skip
+    name = f"browse_list:{status}:{type:d}{queue:d}{before:d}"
+    if name not in store.q:
+        where = [f"status = '{status}'"] if status else []
+        where += ["type = :type"] if type else []
+        where += ["queue = :queue"] if queue else []
+        where += ["id < :before_id"] if before else []
+        sql = (
+            f"SELECT {column_list(JOB_COLUMNS)} FROM tickq_jobs "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT :limit"
+        )
+        store.q[name] = format_query(sql, store.paramstyle)
+    return name
+
+
+def by_unique_key(store: SqlStore, key: str, limit: int = 50) -> list[Job]:
+    """Jobs holding ``key`` as their unique key, newest first."""
+    rows = _ready(store).run("browse_by_unique_key", key=key, limit=limit)
+    return [store.job_from_row(r) for r in rows]
+
+
+def open_counts(store: SqlStore, which: str = "both") -> list[tuple[str, str, str, int]]:
+    """(status, queue, type, count) of jobs not done: ``active`` (pending, running),
+    ``stopped`` (failed, cancelled) or both."""
+    names = ["browse_active_counts", "browse_stopped_counts"]
+    names = names if which == "both" else [f"browse_{which}_counts"]
+    _ready(store)
+    return [(s, q, t, int(n)) for name in names for s, q, t, n in store.run(name)]
+
+
+def done_count(store: SqlStore, open_total: int) -> tuple[int, bool]:
+    """(jobs done, exact?): counted below ``EXACT_BELOW`` rows, else the planner's estimate
+    of the table's size less the open jobs."""
+    size = int(_ready(store).run("browse_table_size")[0][0] or 0)
+    if size < EXACT_BELOW:
+        return int(store.run("browse_count_done")[0][0]), True
+    return max(size - open_total, 0), False
+
+
+def hourly(store: SqlStore, now: datetime, hours: int = 24) -> list[dict[str, Any]]:
+    """Jobs done and attempts failed per hour (UTC), oldest first, ``hours`` buckets."""
+    start = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+    slots = {start + timedelta(hours=i): {"done": 0, "failed": 0} for i in range(hours)}
+    for kind, hour, count in _ready(store).run("browse_hourly", since=store._ts(start)):
+        at = _hour(hour)
+        if at in slots:
+            slots[at][kind] += int(count)
+    return [{"hour": at, **counts} for at, counts in slots.items()]
+
+
+def _hour(value: Any) -> datetime:
+    if isinstance(value, str):  # SQLite: '2026-01-02T03'
+        return datetime.fromisoformat(f"{value}:00:00+00:00")
+    return value  # type: ignore[no-any-return]
+
+
+def failing_types(store: SqlStore, since: datetime, limit: int = 10) -> list[dict[str, Any]]:
+    """Types with failed attempts since ``since``: attempts, jobs, last failure and error."""
+    rows = _ready(store).run("browse_failing_types", since=store._ts(since), limit=limit)
+    ids = [int(r[4]) for r in rows if r[4] is not None]
+    errors = dict(store.run("browse_last_errors", ids=store._ids_param(ids))) if ids else {}
+    return [
+        {"type": t, "attempts": int(n), "jobs": int(j), "last_at": store._decode_ts(at),
+         "last_job": last, "last_error": errors.get(last)}
+        for t, n, j, at, last in rows
+    ]  # fmt: skip
+
+
+def delete(store: SqlStore, job_id: int) -> None:
+    """Delete one finished job and its attempts (its totals are kept, as prune keeps them)."""
+    _ready(store)
+    if store.dialect == "sqlite":
+        statements = [(n, {"id": job_id}) for n in
+                      ("browse_roll_up", "browse_delete_attempts", "browse_delete")]  # fmt: skip
+        rows = store.run_many(statements)[-1]
+    else:
+        rows = store.run("browse_delete", id=job_id)
+    if rows:
+        return
+    job = store.get(job_id)
+    if job is None:
+        raise JobNotFound(f"job {job_id} does not exist (it may have been pruned)")
+    raise InvalidTransition(
+        f"cannot delete job {job_id}: it is {job.status.value}; only done, failed or "
+        "cancelled jobs can be deleted (cancel it first)"
+    )

@@ -1,0 +1,80 @@
+-- Named queries for people browsing jobs (the dashboard), PostgreSQL. Pages of jobs are
+-- built in tickq.store.browse from the filters given; these are the fixed reads.
+
+-- name: browse_active_counts
+-- Pending and running jobs by status, queue and type, through the claim and lease indexes.
+SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status = 'pending'
+GROUP BY status, queue, type
+UNION ALL
+SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status = 'running'
+GROUP BY status, queue, type
+
+-- name: browse_stopped_counts
+-- Failed and cancelled jobs by status, queue and type, from tickq_jobs_stopped alone.
+SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
+GROUP BY status, queue, type
+
+-- name: browse_table_size
+-- The planner's row estimate (-1 or 0 before the first ANALYZE): no count over the table.
+SELECT CAST(reltuples AS bigint) FROM pg_class WHERE oid = CAST('tickq_jobs' AS regclass)
+
+-- name: browse_count_done
+SELECT count(*) FROM tickq_jobs WHERE status = 'done'
+
+-- name: browse_hourly
+-- Jobs done and attempts failed per hour (UTC) since :since.
+-- date_bin costs half of date_trunc(..., 'UTC') per row.
+SELECT 'done', date_bin('1 hour', finished_at, TIMESTAMPTZ '2000-01-01 00:00Z'), count(*)
+FROM tickq_jobs
+WHERE finished_at >= :since AND status = 'done'
+GROUP BY 2
+UNION ALL
+SELECT 'failed', date_bin('1 hour', finished_at, TIMESTAMPTZ '2000-01-01 00:00Z'), count(*)
+FROM tickq_attempts
+WHERE finished_at >= :since AND outcome IN ('error', 'lease_expired')
+GROUP BY 2
+
+-- name: browse_failing_types
+-- Job types with failed attempts since :since, most first, and the job that failed last.
+SELECT j.type, count(*), count(DISTINCT a.job_id), max(a.finished_at),
+       (array_agg(a.job_id ORDER BY a.finished_at DESC))[1]
+FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
+WHERE a.finished_at >= :since AND a.outcome IN ('error', 'lease_expired')
+GROUP BY j.type ORDER BY 2 DESC, 1 LIMIT :limit
+
+-- name: browse_last_errors
+SELECT id, substr(last_error, 1, 300) FROM tickq_jobs WHERE id = ANY(CAST(:ids AS bigint[]))
+
+-- name: browse_by_unique_key
+SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LIMIT :limit
+
+-- name: browse_delete
+-- A finished job and its attempts go; what they counted is first added to tickq_totals,
+-- as prune does, so processed totals never go down.
+WITH doomed AS (
+    SELECT id FROM tickq_jobs
+    WHERE id = :id AND status IN ('done', 'failed', 'cancelled')
+    FOR UPDATE),
+d AS (
+    DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
+    RETURNING id, queue, type, status, attempted_at, finished_at, duration),
+a AS (
+    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d)
+    RETURNING job_id, outcome, started_at, finished_at, duration),
+durations AS (
+    SELECT queue, type, 'done' AS outcome,
+           COALESCE(duration,
+                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
+    FROM d WHERE status = 'done'
+    UNION ALL
+    SELECT d.queue, d.type, a.outcome,
+           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
+    FROM a JOIN d ON d.id = a.job_id),
+r AS (
+    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
+    SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
+    FROM durations GROUP BY 1, 2, 3, 4
+    ON CONFLICT (queue, type, outcome, le) DO UPDATE
+    SET attempts = tickq_totals.attempts + excluded.attempts,
+        seconds = tickq_totals.seconds + excluded.seconds)
+SELECT id FROM d
