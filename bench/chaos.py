@@ -183,6 +183,7 @@ def _evidence(settings: Settings, fleet: Fleet, injector: Injector, watcher: Ove
         total=settings.jobs, runs=read_runs(folder), jobs=jobs, attempts=attempts,
         faults=injector.faults, killed=dict(fleet.killed), roles=dict(fleet.roles),
         overdue=watcher.ids, enqueue_log=read_enqueue_log(folder), integrity=integrity,
+        tick_exits=dict(fleet.tick_exits),
     )  # fmt: skip
 
 
@@ -204,6 +205,7 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         "(must be 0)",
         f"enqueue calls that failed:         {figures['enqueue_errors']}  (retried; "
         "unique keys keep them single)",
+        f"ticks that exited with an error:   {figures['ticks_failed']}  (not killed)",
     ]
     if figures["integrity_check"] is not None:
         lines.append(f"PRAGMA integrity_check:            {figures['integrity_check']}")

@@ -47,6 +47,7 @@ class Evidence:
     overdue: set[int] = field(default_factory=set)
     enqueue_log: list[tuple[str, float, str]] = field(default_factory=list)
     integrity: str | None = None
+    tick_exits: dict[int, int] = field(default_factory=dict)
 
 
 def read_runs(folder: Path) -> list[Run]:
@@ -100,6 +101,10 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "rerun_after_kill_seconds": _rerun(ev, by_job, burned),
         "enqueue_errors": sum(1 for kind, _, _ in ev.enqueue_log if kind == "err"),
         "integrity_check": ev.integrity,
+        "ticks_failed": sum(
+            1 for pid, rc in ev.tick_exits.items() if rc != 0 and pid not in ev.killed
+        ),
+        "fault_log": _fault_log(ev.faults),
         "examples": {
             "lost": lost[:10],
             "unexplained": unexplained[:10],
@@ -109,6 +114,11 @@ def audit(ev: Evidence) -> dict[str, Any]:
     }
     figures["broken"] = _broken(figures)
     return figures
+
+
+def _fault_log(faults: list[Fault]) -> list[dict[str, Any]]:
+    return [{"kind": f.kind, "at": round(f.at, 3), "until": round(f.until, 3),
+             "victim": f.victim, "role": f.role} for f in faults]  # fmt: skip
 
 
 def _finished(ev: Evidence, n: int, runs: list[Run]) -> bool:
