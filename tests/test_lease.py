@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
+
+import pytest
 
 from tickq import FrozenClock, Queue
 from tickq.lease import LeaseKeeper
+from tickq.store import Outcome
 
 
 def test_renewed_leases_keep_a_long_job_from_being_rescued(db_url: str) -> None:
@@ -42,3 +46,26 @@ def test_a_job_taken_over_is_reported_lost(db_url: str) -> None:
     keeper.drop([job])
     assert keeper.lost() == set()
     keeper.stop()
+
+
+def test_a_job_recorded_while_its_lease_is_renewed_is_not_reported_lost(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The race: the keeper reads the held ids, the job's outcome is recorded (its lease
+    # ends), then the keeper's renewal finds it gone. That is no loss to warn about.
+    q = Queue(db_url, clock=FrozenClock())
+    q.migrate()
+    q.job(name="quick")(lambda: None)
+    q.enqueue("quick")
+    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper.hold([job])
+    keeper.finished([job])
+    assert q.store.record(q.owner, [Outcome(job, "complete")]).completed
+    with caplog.at_level(logging.WARNING, logger="tickq"):
+        keeper.renew()
+    assert keeper.lost() == set()
+    assert "no longer ours" not in caplog.text
+    keeper.drop([job])
+    keeper.stop()
+    q.close()

@@ -1,7 +1,7 @@
 """``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
 
-rescue expired leases -> claim a batch -> execute -> record -> alert, until the limit or
-the time budget is reached; returns a JSON-serialisable report.
+rescue expired leases -> claim a job -> execute -> record it and claim the next -> alert,
+until the limit or the time budget is reached; returns a JSON-serialisable report.
 """
 
 from __future__ import annotations
@@ -22,10 +22,6 @@ if TYPE_CHECKING:
     from .store import Outcome, Recorded
 
 
-FIRST_BATCH = 10
-"""Jobs a cycle with a time budget claims first, before it knows how long they take."""
-MAX_BATCH = 100
-
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
                  "released")  # fmt: skip
 
@@ -40,11 +36,12 @@ def run_cycle(
     time_budget: float | None = None,
     queues: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Process up to ``limit`` due jobs, claiming no more once ``time_budget`` is spent.
+    """Process up to ``limit`` due jobs, starting none once ``time_budget`` is spent.
 
-    Each batch's outcomes are recorded in the round trip that claims the next batch. With
-    a time budget the first batch is small, and later ones as large as the pace measured so
-    far fits in half the budget left (up to ``MAX_BATCH``).
+    Jobs are claimed one at a time, each just before it starts, and each outcome is
+    recorded in the round trip that claims the next job. So a process killed mid-cycle
+    holds at most the job it was running: jobs it never started are still pending with no
+    attempt spent, and none it finished runs again.
     """
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
@@ -55,18 +52,16 @@ def run_cycle(
     report = new_report()
     rescue(queue, report)
     keeper = queue.lease_keeper
-    want = min(limit, FIRST_BATCH if deadline else MAX_BATCH)
-    jobs = _claim(queue, want, queues, report) if want else []
+    jobs = _claim(queue, 1, queues, report) if limit else []
     while jobs:
-        keeper.hold(jobs)
+        held = jobs
+        keeper.hold(held)
         try:
-            batch_started = monotonic()
-            outcomes = run_batch(queue, jobs, deadline, report)
-            want = _next_batch(deadline, limit - report["claimed"], len(outcomes), batch_started)
-            claimed = record_and_claim(queue, keeper, outcomes, report, want, queues)[1]
+            outcomes = [execute(job, queue.definition(job.type), queue.job_names) for job in held]
+            want = 1 if report["claimed"] < limit and not _spent(deadline) else 0
+            jobs = record_and_claim(queue, keeper, outcomes, report, want, queues)[1]
         finally:
-            keeper.drop(jobs)
-        jobs = claimed
+            keeper.drop(held)
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report
 
@@ -77,18 +72,6 @@ def _claim(
     jobs = queue.store.claim(queue.owner, limit, queue.lease_seconds, queues)
     report["claimed"] += len(jobs)
     return jobs
-
-
-def _next_batch(deadline: float | None, left: int, ran: int, batch_started: float) -> int:
-    """How many jobs to claim next: none once the budget is spent or the limit reached."""
-    if left <= 0 or _spent(deadline):
-        return 0
-    if deadline is None:
-        return min(left, MAX_BATCH)
-    now = monotonic()
-    per_job = (now - batch_started) / max(ran, 1)
-    fits = (deadline - now) / 2 / per_job if per_job > 0 else MAX_BATCH
-    return max(1, min(left, MAX_BATCH, int(fits)))
 
 
 def rescue(queue: Queue, report: dict[str, Any]) -> None:
@@ -104,19 +87,6 @@ def rescue(queue: Queue, report: dict[str, Any]) -> None:
             queue.notify_failed(job)
         else:
             queue.notify_retried(job)
-
-
-def run_batch(
-    queue: Queue, jobs: list[Job], deadline: float | None, report: dict[str, Any]
-) -> list[Outcome]:
-    """Execute claimed jobs in order; once ``deadline`` passes, put the rest back."""
-    outcomes: list[Outcome] = []
-    for i, job in enumerate(jobs):
-        if i and _spent(deadline):
-            release(queue, jobs[i:], report)
-            break
-        outcomes.append(execute(job, queue.definition(job.type), queue.job_names))
-    return outcomes
 
 
 def record(
@@ -136,6 +106,7 @@ def record_and_claim(
     queues: Sequence[str] | None = None,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs in the same round trip."""
+    keeper.finished(o.job for o in outcomes)
     lost = keeper.lost()
     applied, stale = outcomes, []
     if lost or any(o.kind == "lost" for o in outcomes):  # "lost": never started (pool)

@@ -51,6 +51,7 @@ class LeaseKeeper:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._finished: set[int] = set()  # outcome known: recorded soon, fenced by the store
 
     def hold(self, jobs: Iterable[Job]) -> None:
         deadline = monotonic() + self.lease_seconds
@@ -58,9 +59,18 @@ class LeaseKeeper:
             for job in jobs:
                 self._held[job.id] = (job.attempts, deadline)
                 self._lost.discard(job.id)
-            if self._thread is None or not self._thread.is_alive():
+                self._finished.discard(job.id)
+            self._stopped = False  # a keeper stopped by close() comes back whole
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="tickq-lease", daemon=True)
                 self._thread.start()
+
+    def finished(self, jobs: Iterable[Job]) -> None:
+        """``jobs`` ran and their outcomes are about to be recorded: keep renewing them until
+        dropped, but a lease found gone meanwhile is the record's to judge (it is fenced), not
+        a loss to warn about (the record itself may have just ended it)."""
+        with self._lock:
+            self._finished.update(job.id for job in jobs)
 
     def drop(self, jobs: Iterable[Job]) -> None:
         """Stop renewing ``jobs`` (only the attempts held: a newer claim of the same job
@@ -70,6 +80,7 @@ class LeaseKeeper:
                 if self._held.get(job.id, (job.attempts,))[0] == job.attempts:
                     self._held.pop(job.id, None)
                     self._lost.discard(job.id)
+                    self._finished.discard(job.id)
 
     def lost(self) -> set[int]:
         with self._lock:
@@ -79,8 +90,20 @@ class LeaseKeeper:
         """True once ``job``'s lease is known to be gone (cheap: no lock, no copy)."""
         return job.id in self._lost
 
+    def holding(self) -> bool:
+        """True while some job's lease is being renewed."""
+        with self._lock:
+            return bool(self._held)
+
     def stop(self) -> None:
-        self._stopped = True
+        """Stop renewing now; the next ``hold`` starts again."""
+        with self._lock:
+            self._stopped = True
+        self._wake.set()
+
+    def idle(self) -> None:
+        """Let the thread end if it holds nothing (it starts again on the next ``hold``);
+        leases still held keep being renewed (a ``close()`` from another thread mid-job)."""
         self._wake.set()
 
     def renew(self) -> None:
@@ -104,7 +127,7 @@ class LeaseKeeper:
                     continue
                 if job_id in owned:
                     self._held[job_id] = (self._held[job_id][0], started + self.lease_seconds)
-                else:
+                elif job_id not in self._finished:
                     lost.add(job_id)
             self._lost |= lost
         for job_id in sorted(lost):
@@ -130,11 +153,22 @@ class LeaseKeeper:
 
     def _loop(self) -> None:
         leave_signals_to_main_thread()
-        while not self._stopped:
-            self._wake.wait(self.lease_seconds / 3)
-            if self._stopped:
-                return
-            try:
-                self.renew()
-            except Exception:  # never let the keeper die silently
-                log.exception("tickq lease renewal failed unexpectedly")
+        try:
+            while self._carry_on():
+                try:
+                    self.renew()
+                except Exception:  # never let the keeper die silently
+                    log.exception("tickq lease renewal failed unexpectedly")
+        finally:
+            self.store.drop_connection()  # this thread's own connection
+
+    def _carry_on(self) -> bool:
+        """Wait for the next renewal; False (and the thread forgotten, so ``hold`` starts a
+        new one) once stopped or holding nothing."""
+        self._wake.wait(self.lease_seconds / 3)
+        with self._lock:
+            self._wake.clear()
+            if self._stopped or not self._held:
+                self._thread = None
+                return False
+        return True

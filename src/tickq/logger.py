@@ -1,9 +1,11 @@
 """tickq's logger, ``logging.getLogger("tickq")``, with ``logging`` imported on first need.
 
 Importing ``logging`` costs a waking host milliseconds. Until something imports it, nobody
-can have configured a handler or a level, so only warnings and errors would show (through
-logging's last-resort handler): info lines are skipped without importing it. Log lines
-carry structured fields in ``extra`` (see ``tickq.logfmt``).
+can have configured a handler or a level: info lines are skipped without importing it. As
+a library should, tickq adds a ``NullHandler`` to its logger, so nothing reaches stderr
+(logging's last-resort handler) unless the app configures logging; the CLI does (warnings
+and errors to stderr). Log lines carry structured fields in ``extra`` (see
+``tickq.logfmt``).
 """
 
 from __future__ import annotations
@@ -26,9 +28,7 @@ class LazyLogger:
 
     def _real(self) -> Any:
         if self._logger is None:
-            import logging
-
-            self._logger = logging.getLogger(self.name)
+            self._logger = library_logger(self.name)
         return self._logger
 
     def isEnabledFor(self, level: int) -> bool:
@@ -51,6 +51,16 @@ class LazyLogger:
         if callable(value):
             setattr(self, attr, value)  # a bound method stays valid: look it up once
         return value
+
+
+def library_logger(name: str) -> Any:
+    """``logging.getLogger(name)``, with the ``NullHandler`` on ``tickq`` (added once)."""
+    import logging
+
+    root = logging.getLogger("tickq")
+    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())
+    return logging.getLogger(name)
 
 
 log: Any = LazyLogger("tickq")

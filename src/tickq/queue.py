@@ -639,9 +639,10 @@ class Queue:
         return self.store.stats()
 
     def close(self) -> None:
-        """Close this thread's database connection."""
+        """Close this thread's database connection. The Queue stays usable: the next call
+        connects again, and leases of jobs still running elsewhere keep being renewed."""
         if self._keeper is not None:
-            self._keeper[1].stop()
+            self._keeper[1].idle()
         self.store.close()
 
     # -- schedules and the tick (hosts that sleep) --------------------------------------

@@ -1,12 +1,13 @@
 """The always-on driver behind ``tickq worker APP`` and ``q.run_worker()``.
 
-One loop on the calling thread claims batches of due jobs (as many as there are free
-slots), hands them to a pool (threads for sync functions, one event loop for ``async def``
-ones), records finished outcomes in one round trip per batch, and otherwise sleeps until a
-job is enqueued (LISTEN/NOTIFY on Postgres, in-process on SQLite), the next pending job
-comes due, a schedule slot comes due (it enqueues those itself, as a tick would), a job
-finishes, or the poll interval passes. Everything it does to a job goes through the same
-store transitions as ``process_jobs`` and ``q.tick()``.
+One loop on the calling thread claims batches of due jobs (as many as there are free slots,
+never more: a job is claimed only to start at once), hands them to a pool (threads for sync
+functions, one event loop for ``async def`` ones), records finished outcomes in one round
+trip per batch, and otherwise sleeps until a job is enqueued (LISTEN/NOTIFY on Postgres,
+in-process on SQLite), the next pending job comes due, a schedule slot comes due (it
+enqueues those itself, as a tick would), a job finishes, or the poll interval passes.
+Everything it does to a job goes through the same store transitions as ``process_jobs``
+and ``q.tick()``.
 """
 
 from __future__ import annotations
@@ -43,13 +44,8 @@ LOOK_AGAIN = 0.05
 EXTERNAL_STOP_CHECK = 0.5
 BATCH_WAIT = 0.005
 """How long a finished job may wait for others to finish, so they share one round trip."""
-PREFETCH_WINDOW = 0.02
-"""Claim ahead as many jobs as the slots get through in this many seconds at the recent
-pace, so short jobs don't each wait for a round trip; jobs slower than this get none (they
-would only wait in line while another worker sits idle)."""
-MAX_PREFETCH = 100
 STALL = 1.0
-"""Jobs claimed ahead are given back when no slot has freed up for this many seconds."""
+"""Jobs waiting in line are given back when no slot has freed up for this many seconds."""
 
 
 class Worker:
@@ -88,7 +84,6 @@ class Worker:
         self._unrecorded: list[Outcome] = []
         self._unrecorded_since = 0.0
         self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
-        self._pace: float | None = None  # recent seconds per job (moving average)
         self._next_poll = self._next_rescue = self._next_slot = 0.0
         self._started = False
         self._trouble = Trouble("database")
@@ -161,20 +156,11 @@ class Worker:
         for outcome in finished:
             if self._running.pop(id(outcome.job), None) is not None:
                 self._unrecorded.append(outcome)
-        self._learn_pace(finished)
-
-    def _learn_pace(self, finished: list[Outcome]) -> None:
-        ran = [o.duration for o in finished if o.kind != "lost"]
-        if ran:
-            mean = sum(ran) / len(ran)
-            self._pace = mean if self._pace is None else 0.7 * self._pace + 0.3 * mean
 
     def _target(self) -> int:
-        """Jobs to have in hand: one per slot, plus those worth claiming ahead."""
-        if self._pace is None:
-            return self.concurrency
-        ahead = PREFETCH_WINDOW * self.concurrency / max(self._pace, 1e-6)
-        return self.concurrency + int(min(MAX_PREFETCH, ahead))
+        """Jobs to have in hand: one per slot. None is claimed ahead to wait in line: a
+        worker killed holding such jobs would spend an attempt of each though none ran."""
+        return self.concurrency
 
     def _exchange(self) -> None:
         """Record finished jobs and claim up to the target, in one round trip."""
@@ -244,12 +230,10 @@ class Worker:
                 self.pool.cancel(job)
 
     def _unstall(self) -> None:
-        """Every slot has been busy for a while: give back the jobs claimed ahead (other
-        workers may be idle), and claim none ahead until the pace is measured again."""
-        if self.pool.waiting() and monotonic() - self.pool.last_progress > STALL:
-            self._pace = None
-            self._release_waiting()
-        elif self._unreleased:
+        """Every slot has been busy for a while: give back jobs waiting in line (other
+        workers may be idle)."""
+        stalled = self.pool.waiting() and monotonic() - self.pool.last_progress > STALL
+        if stalled or self._unreleased:
             self._release_waiting()
 
     def _release_waiting(self) -> None:
@@ -464,9 +448,16 @@ class Flag:
 
 
 class Trouble:
-    """Capped, jittered exponential backoff while something keeps failing; logs each try."""
+    """Capped, jittered exponential backoff while something keeps failing.
 
-    FIRST, CAP = 0.5, 30.0
+    The cap is short on purpose: a try against a database that is down costs a refused
+    connection, while every second of the cap can be a second of lag after it is back
+    (a 30 s cap left a worker idle ~9 s after a 20 s outage). Logs the first tries, then
+    every ``LOG_EVERY``-th, so a long outage doesn't flood the log.
+    """
+
+    FIRST, CAP = 0.25, 1.5
+    LOG_EVERY = 20
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -481,6 +472,8 @@ class Trouble:
         delay = min(self.CAP, self.FIRST * 2 ** (self.failures - 1))
         delay *= random.uniform(0.8, 1.2)  # workers that lost the database together spread out
         extra = {"event": f"{self.what.split()[0].lower()}_unavailable", "failures": self.failures}
+        if self.failures > 3 and self.failures % self.LOG_EVERY:
+            return delay
         if isinstance(exc, DatabaseUnavailable):
             log.warning("tickq %s trouble (try %d): %s; retrying in %.1fs", self.what,
                         self.failures, exc, delay, extra=extra)  # fmt: skip

@@ -10,20 +10,20 @@ down delays only itself, and nothing here runs inside the failing job's worker c
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Cancel, ConfigurationError
 from ..job import Job
+from ..logger import library_logger
 from .alert import Alert, failures_alert, tick_overdue_alert
 from .sinks import Sink, sink_name, sinks_from_env
 
 if TYPE_CHECKING:
     from ..queue import Queue
 
-log = logging.getLogger("tickq.alerts")
+log = library_logger("tickq.alerts")
 
 ALERT_QUEUE = "tickq.alerts"
 COMPOSE_TYPE = "tickq.alert"

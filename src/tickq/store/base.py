@@ -59,7 +59,8 @@ class TickState(Frozen):
     _fields = ("now", "due", "earliest_pending", "cursors")
     _docs = {
         "due": "Pending jobs due now.",
-        "earliest_pending": "``run_after`` of the earliest pending job (due or not).",
+        "earliest_pending": "When the next job comes due: the earliest pending ``run_after``"
+        " or running job's lease expiry (it comes back then if its worker died).",
         "cursors": "Schedule name -> ``handled_until``: every slot at or before it is enqueued.",
     }
 
@@ -626,7 +627,7 @@ class SqlStore:
         return TickState(now, due, earliest, cursors)  # type: ignore[arg-type]
 
     def tick_backlog(self) -> tuple[int, datetime | None, datetime]:
-        """(pending jobs due now, ``run_after`` of the earliest pending job, now)."""
+        """(pending jobs due now, when the next job comes due (``earliest_pending``), now)."""
         due, earliest, now = self.run("tick_backlog", now=self._now())[0]
         return int(due), self._decode_ts(earliest), self._decode_ts(now)  # type: ignore[return-value]
 

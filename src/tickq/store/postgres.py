@@ -5,6 +5,7 @@ The only module that imports psycopg, and only when a Postgres URL is used.
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -60,6 +61,20 @@ class PostgresStore(SqlStore):
         named = "application_name" in self.psycopg.conninfo.conninfo_to_dict(self.url)
         extra = {} if named else {"application_name": "tickq"}
         return self.psycopg.connect(self.url, autocommit=True, connect_timeout=10, **extra)
+
+    def connection(self) -> Any:
+        """This thread's connection, replaced first if the server has hung up on it.
+
+        After a restart, a failover or ``pg_terminate_backend`` the old connection is dead
+        but nobody knows until it is used, so the first call would fail. A connection that
+        is idle (tickq's are in autocommit: no transaction is open between calls) and has
+        something to read was sent a goodbye (an error and EOF): it is replaced before
+        anything is sent on it, so nothing can run twice."""
+        conn = super().connection()
+        if hung_up(conn):
+            self.drop_connection()
+            conn = super().connection()
+        return conn
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -170,6 +185,17 @@ class PostgresStore(SqlStore):
                 )
                 applied_now.append(version)
         return applied_now
+
+
+def hung_up(conn: Any) -> bool:
+    """True when an idle connection is closed, broken, or has unread input (which, with
+    no LISTEN on it, can only be the server's goodbye)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def number_array(numbers: list[int] | list[float]) -> str:

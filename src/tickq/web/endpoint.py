@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,12 +19,13 @@ from urllib.parse import parse_qs
 
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
+from ..logger import library_logger
 from ..tick import strict_problems, tick_health
 
 if TYPE_CHECKING:
     from ..queue import Queue
 
-log = logging.getLogger("tickq")
+log = library_logger("tickq")
 
 SECRET_ENV = "CRON_SECRET"
 PREVIOUS_SECRET_ENV = "CRON_SECRET_PREVIOUS"

@@ -343,11 +343,13 @@ SELECT now()
 -- name: tick_state
 -- Everything a tick needs to know before it starts, in one round trip: the time, the
 -- backlog of pending jobs (how many are due, when the earliest comes due) and each
--- schedule's cursor.
+-- schedule's cursor. A running job counts as coming due
+-- when its lease runs out (if its worker died, it is rescued then).
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
-SELECT 'backlog', NULL, min(run_after),
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
 FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
@@ -364,7 +366,8 @@ WITH recorded AS (
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
-SELECT 'backlog', NULL, min(run_after),
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
 FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
@@ -372,7 +375,9 @@ SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
 SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END),
-       min(run_after), COALESCE(CAST(:now AS timestamptz), now())
+       (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
+       COALESCE(CAST(:now AS timestamptz), now())
 FROM tickq_jobs WHERE status = 'pending'
 
 -- name: enqueue_schedule

@@ -206,16 +206,20 @@ SET last_tick_at = MAX(last_tick_at, excluded.last_tick_at), ticks = ticks + 1
 
 -- name: tick_state
 -- Everything a tick needs to know before it starts: the time, the backlog of pending jobs
--- (how many are due, when the earliest comes due) and each schedule's cursor.
+-- (how many are due, when the earliest comes due) and each schedule's cursor. A running job counts as coming due
+-- when its lease runs out (if its worker died, it is rescued then).
 SELECT 'now', NULL, :now, NULL
 UNION ALL
-SELECT 'backlog', NULL, min(run_after), count(CASE WHEN run_after <= :now THEN 1 END)
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END)
 FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= :now THEN 1 END), min(run_after), :now
+SELECT count(CASE WHEN run_after <= :now THEN 1 END),
+       (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), :now
 FROM tickq_jobs WHERE status = 'pending'
 
 -- name: advance_schedule

@@ -1,0 +1,87 @@
+"""kill -9 a tick mid-run: it cost exactly the job it was running, nothing else.
+
+With ``max_attempts=1`` every burned attempt would fail a job for good, so the counts are
+exact: jobs it never started are pending with no attempt spent, jobs it finished are done
+and never run again, and the job it was running comes back (failed, here) with one
+``lease_expired`` attempt once its lease runs out. Meanwhile ticks report that job as
+coming due at its lease expiry, not "nothing due".
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, tickq_env
+from tickq import FrozenClock, JobContext, Queue
+from workerproc import eventually, runs
+
+pytestmark = pytest.mark.timeout(120)
+JOBS = 20
+STALL_AFTER = 5  # the tick hangs in its 6th job, then is killed
+
+
+def test_kill_9_mid_tick_costs_only_the_job_in_flight(db_url: str, tmp_path: Path) -> None:
+    clock = FrozenClock()
+    q = Queue(db_url, clock=clock, lease_seconds=60, strict=False)
+    q.migrate()
+    ran_here: list[int] = []
+
+    @q.job()
+    def work(ctx: JobContext, seconds: float = 0.0) -> None:
+        ran_here.append(ctx.id)
+
+    ids = q.enqueue_many([("work", {}, {"max_attempts": 1})] * JOBS)
+    env = tickq_env(TICKQ_DATABASE_URL=db_url, TICKQ_TEST_RUNS=str(tmp_path),
+                    TICKQ_TEST_STALL_AFTER=str(STALL_AFTER), TICKQ_TEST_LEASE="60")  # fmt: skip
+    tick = subprocess.Popen(
+        [sys.executable, "-m", "tickq", "tick", "apps.worker_app:q", "--limit", "100"],
+        env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        eventually(lambda: any(n["event"] == "stall" for n in runs(tmp_path)), timeout=60,
+                   what="the tick to reach its stalling job")  # fmt: skip
+        tick.send_signal(signal.SIGKILL)
+        assert tick.wait(30) == -signal.SIGKILL
+    finally:
+        if tick.poll() is None:
+            tick.kill()
+            tick.wait(10)
+
+    notes = runs(tmp_path)
+    started = [n["id"] for n in notes if n["event"] == "start"]
+    finished = {n["id"] for n in notes if n["event"] == "end"}
+    (in_flight,) = [n["id"] for n in notes if n["event"] == "stall"]
+    assert len(started) == STALL_AFTER + 1 == len(set(started))
+    assert finished == set(started) - {in_flight}
+    jobs = {i: q.get_job(i) for i in ids}
+    for i in finished:  # recorded as each finished: a kill can't make them run again
+        assert jobs[i].status == "done" and jobs[i].attempts == 1, jobs[i]  # type: ignore[union-attr]
+    never_started = set(ids) - set(started)
+    for i in never_started:
+        assert jobs[i].status == "pending" and jobs[i].attempts == 0, jobs[i]  # type: ignore[union-attr]
+    held = jobs[in_flight]
+    assert held is not None and held.status == "running" and held.attempts == 1
+
+    report = q.tick()  # runs the never-started jobs; the killed one waits out its lease
+    assert report["jobs"]["succeeded"] == len(never_started)
+    assert sorted(ran_here) == sorted(never_started)
+    assert report["remaining_due"] == 0
+    assert report["next_due_at"] == held.lease_expires_at.isoformat()  # type: ignore[union-attr]
+
+    clock.advance(timedelta(seconds=120))  # past the killed tick's lease
+    report = q.tick()
+    assert report["jobs"]["rescued"] == 1 and report["jobs"]["failed"] == 1
+    assert report["next_due_at"] is None
+    assert [a.outcome for a in q.attempts(in_flight)] == ["lease_expired"]
+    assert q.stats()["by_status"] == {"pending": 0, "running": 0, "done": JOBS - 1,
+                                      "failed": 1, "cancelled": 0}  # fmt: skip
+    for i in finished:
+        assert [a.outcome for a in q.attempts(i)] == ["done"]
+    assert sorted(ran_here) == sorted(never_started), "no finished job ran again"
+    q.close()
