@@ -206,6 +206,8 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"enqueue calls that failed:         {figures['enqueue_errors']}  (retried; "
         "unique keys keep them single)",
         f"ticks that exited with an error:   {figures['ticks_failed']}  (not killed)",
+        f"calls failed with no fault during:  {figures['calls_failed_outside_faults']}  "
+        "(enqueues and ticks; must be 0)",
     ]
     if figures["integrity_check"] is not None:
         lines.append(f"PRAGMA integrity_check:            {figures['integrity_check']}")

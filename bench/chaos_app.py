@@ -12,7 +12,7 @@ so the suite counts runs per job without trusting tickq's own bookkeeping.
 
 ``python chaos_app.py enqueue N SECONDS`` enqueues jobs 0..N-1 at an even pace over
 SECONDS, each with the unique key ``chaos-<n>`` (a retried or restarted enqueue can't add a
-second copy), and logs ``ok <time> <next n>`` / ``err <time> <error>`` to
+second copy), and logs ``ok <time> <next n>`` / ``err <call start> <call end> <error>`` to
 ``<folder>/enqueue.log``; restarted, it carries on after the last ``ok``.
 """
 
@@ -80,11 +80,13 @@ def enqueue(total: int, seconds: float) -> None:
         batch = range(n, min(n + BATCH, total))
         rows = [("chaos", {"n": i, "ms": duration_ms(i)},
                  {"unique_key": f"chaos-{i}", "unique_scope": "all"}) for i in batch]  # fmt: skip
+        began = time.time()
         try:
             q.enqueue_many(rows)
         except Exception as exc:  # the suite counts these: the database was down or cut
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            note(f"err {time.time():.6f} {type(exc).__name__}: {first_line}", "enqueue.log")
+            error = f"{type(exc).__name__}: {first_line}"
+            note(f"err {began:.6f} {time.time():.6f} {error}", "enqueue.log")
             time.sleep(0.2)
             continue
         n = batch.stop

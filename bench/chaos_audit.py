@@ -45,9 +45,10 @@ class Evidence:
     killed: dict[int, float]
     roles: dict[int, str]
     overdue: set[int] = field(default_factory=set)
-    enqueue_log: list[tuple[str, float, str]] = field(default_factory=list)
+    enqueue_log: list[tuple[str, float, float, str]] = field(default_factory=list)
+    """(ok|err, call start, call end, text) per enqueue batch"""
     integrity: str | None = None
-    tick_exits: dict[int, int] = field(default_factory=dict)
+    tick_exits: dict[int, tuple[int, float, float]] = field(default_factory=dict)
 
 
 def read_runs(folder: Path) -> list[Run]:
@@ -67,13 +68,15 @@ def read_runs(folder: Path) -> list[Run]:
     return sorted((r for rs in runs.values() for r in rs), key=lambda r: r.start)
 
 
-def read_enqueue_log(folder: Path) -> list[tuple[str, float, str]]:
+def read_enqueue_log(folder: Path) -> list[tuple[str, float, float, str]]:
     path = folder / "enqueue.log"
     lines = []
     for line in path.read_text().splitlines() if path.exists() else []:
-        parts = line.split(" ", 2)
-        if len(parts) == 3:
-            lines.append((parts[0], float(parts[1]), parts[2]))
+        parts = line.split(" ", 3)
+        if len(parts) == 3 and parts[0] == "ok":
+            lines.append(("ok", float(parts[1]), float(parts[1]), parts[2]))
+        elif len(parts) == 4 and parts[0] == "err":
+            lines.append(("err", float(parts[1]), float(parts[2]), parts[3]))
     return lines
 
 
@@ -99,16 +102,16 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "faults": _fault_counts(ev.faults),
         "resume_seconds": _resume(ev),
         "rerun_after_kill_seconds": _rerun(ev, by_job, burned),
-        "enqueue_errors": sum(1 for kind, _, _ in ev.enqueue_log if kind == "err"),
+        "enqueue_errors": sum(1 for line in ev.enqueue_log if line[0] == "err"),
         "integrity_check": ev.integrity,
-        "ticks_failed": sum(
-            1 for pid, rc in ev.tick_exits.items() if rc != 0 and pid not in ev.killed
-        ),
+        "ticks_failed": sum(1 for pid, t in ev.tick_exits.items() if t[0] and pid not in ev.killed),
+        "calls_failed_outside_faults": len(outside := _failed_outside_faults(ev)),
         "fault_log": _fault_log(ev.faults),
         "examples": {
             "lost": lost[:10],
             "unexplained": unexplained[:10],
             "burned": burned[:10],
+            "failed_outside_faults": outside[:10],
             "left_running": sorted(ev.overdue | set(running))[:10],
         },
     }
@@ -177,6 +180,23 @@ def _burned(ev: Evidence) -> list[str]:
     return sorted(burned)
 
 
+SLACK = {"terminate": 0.5, "restart_db": 0.2}
+"""After pg_terminate_backend returns, the backends take a moment to go."""
+
+
+def _failed_outside_faults(ev: Evidence) -> list[str]:
+    """Enqueue calls and ticks that failed although no fault happened while they ran (the
+    first call after a restart must succeed)."""
+    calls = [(start, end, f"enqueue at {start:.3f}: {text}")
+             for kind, start, end, text in ev.enqueue_log if kind == "err"]  # fmt: skip
+    calls += [(start, end, f"tick pid {pid} exited {rc}")
+              for pid, (rc, start, end) in ev.tick_exits.items()
+              if rc and pid not in ev.killed]  # fmt: skip
+    windows = [(f.at, f.until + SLACK.get(f.kind, 0.0)) for f in ev.faults]
+    return sorted(what for start, end, what in calls
+                  if not any(start <= b and a <= end for a, b in windows))  # fmt: skip
+
+
 def _fault_counts(faults: list[Fault]) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
     for f in faults:
@@ -197,7 +217,7 @@ def _resume(ev: Evidence) -> dict[str, Any]:
     starts: dict[int, list[float]] = defaultdict(list)
     for run in ev.runs:
         starts[run.pid].append(run.start)
-    ok_times = [t for kind, t, _ in ev.enqueue_log if kind == "ok"]
+    ok_times = [line[1] for line in ev.enqueue_log if line[0] == "ok"]
     workers: dict[str, list[float]] = defaultdict(list)
     enqueue: dict[str, list[float]] = defaultdict(list)
     for f in ev.faults:
@@ -244,6 +264,9 @@ def _broken(figures: dict[str, Any]) -> list[str]:
     if figures["attempts_burned_never_started"]:
         broken.append(f"{figures['attempts_burned_never_started']} attempt(s) burned on jobs "
                       "that never started")  # fmt: skip
+    if figures["calls_failed_outside_faults"]:
+        broken.append(f"{figures['calls_failed_outside_faults']} enqueue call(s) or tick(s) "
+                      "failed with no fault while they ran")  # fmt: skip
     if figures["integrity_check"] not in (None, "ok"):
         broken.append(f"SQLite integrity_check: {figures['integrity_check']}")
     return broken

@@ -95,7 +95,8 @@ class Fleet:
         self.everyone: list[subprocess.Popen[bytes]] = []
         self.roles: dict[int, str] = {}
         self.killed: dict[int, float] = {}
-        self.tick_exits: dict[int, int] = {}
+        self.tick_exits: dict[int, tuple[int, float, float]] = {}
+        """pid -> (exit code, started, seen ended) of every tick that exited"""
         self.spawns = {"worker": 0, "tick": 0, "enqueuer": 0}
         atexit.register(self.kill_all)
 
@@ -147,7 +148,7 @@ class Fleet:
                 self.start_worker()
             for proc, started in list(self.ticks):
                 if proc.poll() is not None:
-                    self.tick_exits[proc.pid] = proc.returncode
+                    self.tick_exits[proc.pid] = (proc.returncode, started, time.time())
                     self.ticks.remove((proc, started))
             last = max((s for _, s in self.ticks), default=0.0)
             if tick_every and len(self.ticks) < max_ticks and time.time() - last >= tick_every:
