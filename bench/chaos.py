@@ -206,12 +206,16 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"enqueue calls that failed:         {figures['enqueue_errors']}  (retried; "
         "unique keys keep them single)",
         f"ticks that exited with an error:   {figures['ticks_failed']}  (not killed)",
-        f"calls failed with no fault during:  {figures['calls_failed_outside_faults']}  "
+        f"calls failed with no fault during: {figures['calls_failed_outside_faults']}  "
         "(enqueues and ticks; must be 0)",
     ]
     if figures["integrity_check"] is not None:
         lines.append(f"PRAGMA integrity_check:            {figures['integrity_check']}")
-    lines += ["", "time to resume after each fault (seconds, p50 / max over faults):"]
+    lines += [
+        "",
+        "time to resume after each fault, from its end (seconds, p50 / max over faults);",
+        "'outage' is how long each restart of the database took:",
+    ]
     for who, table in figures["resume_seconds"].items():
         for kind, s in table.items():
             lines.append(f"  {who:8} after {kind:14} {_stat(s)}")

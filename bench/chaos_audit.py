@@ -228,7 +228,12 @@ def _resume(ev: Evidence) -> dict[str, Any]:
         after = [t for t in ok_times if t >= f.until]
         if after and f.kind in ("restart_db", "terminate", "kill_enqueuer", "kill_writer"):
             enqueue[f.kind].append(after[0] - f.until)
+    outage: dict[str, list[float]] = defaultdict(list)
+    for f in ev.faults:
+        if f.kind == "restart_db":
+            outage[f.kind].append(f.until - f.at)
     return {
+        "outage": {k: _stats(v) for k, v in sorted(outage.items())},
         "workers": {k: _stats(v) for k, v in sorted(workers.items())},
         "enqueue": {k: _stats(v) for k, v in sorted(enqueue.items())},
     }
