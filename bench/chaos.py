@@ -209,6 +209,10 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"calls failed with no fault during: {figures['calls_failed_outside_faults']}  "
         "(enqueues and ticks; must be 0)",
     ]
+    lines.append(
+        f"batches stored in part:            {figures['half_stored_batches']}  (of "
+        f"{figures['enqueuer_kills_checked']} enqueuer kills; must be 0)"
+    )
     if figures["integrity_check"] is not None:
         lines.append(f"PRAGMA integrity_check:            {figures['integrity_check']}")
     lines += [

@@ -23,11 +23,12 @@ import sys
 import time
 from pathlib import Path
 
+from chaos_fleet import BATCH, resume_point
+
 from tickq import JobContext, Queue
 
 FOLDER = Path(os.environ.get("TICKQ_CHAOS_DIR", "."))
 LEASE = float(os.environ.get("TICKQ_CHAOS_LEASE", "10"))
-BATCH = 50
 LONG_EVERY = 200
 """Every LONG_EVERY-th job outlives its lease: only lease renewal keeps it from a rerun."""
 
@@ -57,17 +58,6 @@ def duration_ms(n: int) -> int:
     if n % LONG_EVERY == LONG_EVERY - 1:
         return int(LEASE * 1300)
     return 5 + (n * 7919) % 46
-
-
-def resume_point(log: Path) -> int:
-    """The first job the enqueuer has not yet stored, from its own log."""
-    done = 0
-    if log.exists():
-        for line in log.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[0] == "ok":
-                done = max(done, int(parts[2]))
-    return done
 
 
 def enqueue(total: int, seconds: float) -> None:

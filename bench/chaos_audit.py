@@ -6,6 +6,7 @@ Promises checked (each broken one is listed with the jobs that break it):
   recorded as ``lease_expired`` and whose process the injector killed;
 - no job left ``running`` long past its lease;
 - no attempt burned on a job that never started: every ``lease_expired`` attempt ran;
+- an enqueuer killed mid-``enqueue_many`` stored the whole batch or none of it;
 - on SQLite, ``PRAGMA integrity_check`` says ok.
 """
 
@@ -104,6 +105,8 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "rerun_after_kill_seconds": _rerun(ev, by_job, burned),
         "enqueue_errors": sum(1 for line in ev.enqueue_log if line[0] == "err"),
         "integrity_check": ev.integrity,
+        "enqueuer_kills_checked": sum(1 for f in ev.faults if f.role == "enqueuer"),
+        "half_stored_batches": len(halves := [f.half for f in ev.faults if f.half]),
         "ticks_failed": sum(1 for pid, t in ev.tick_exits.items() if t[0] and pid not in ev.killed),
         "calls_failed_outside_faults": len(outside := _failed_outside_faults(ev)),
         "fault_log": _fault_log(ev.faults),
@@ -112,6 +115,7 @@ def audit(ev: Evidence) -> dict[str, Any]:
             "unexplained": unexplained[:10],
             "burned": burned[:10],
             "failed_outside_faults": outside[:10],
+            "half_stored": halves[:10],
             "left_running": sorted(ev.overdue | set(running))[:10],
         },
     }
@@ -272,6 +276,8 @@ def _broken(figures: dict[str, Any]) -> list[str]:
     if figures["calls_failed_outside_faults"]:
         broken.append(f"{figures['calls_failed_outside_faults']} enqueue call(s) or tick(s) "
                       "failed with no fault while they ran")  # fmt: skip
+    if figures["half_stored_batches"]:
+        broken.append(f"{figures['half_stored_batches']} enqueue_many batch(es) stored in part")
     if figures["integrity_check"] not in (None, "ok"):
         broken.append(f"SQLite integrity_check: {figures['integrity_check']}")
     return broken

@@ -27,6 +27,8 @@ class Fault:
     role: str = ""
     affected: list[int] = field(default_factory=list)
     """Worker pids expected to run jobs again once the fault is over."""
+    half: str = ""
+    """For a killed enqueuer: its batch in flight if stored only in part."""
 
 
 class Injector:
@@ -87,8 +89,9 @@ class Injector:
             if proc is None or proc.poll() is not None:
                 return None
             at = self.fleet.kill(proc)
+            half = self.fleet.half_batch()
             self.fleet.pump(tick_every=0)
-            return Fault("kill_enqueuer", at, time.time(), proc.pid, "enqueuer")
+            return Fault("kill_enqueuer", at, time.time(), proc.pid, "enqueuer", half=half)
 
     def terminate(self) -> Fault:
         import psycopg
@@ -124,9 +127,10 @@ class Injector:
                 if proc is not None:
                     role = self.fleet.roles[proc.pid]
                     at = self.fleet.kill(proc)
+                    half = self.fleet.half_batch() if role == "enqueuer" else ""
                     self.fleet.pump(tick_every=0)
                     affected = [self.fleet.workers[-1].pid] if role == "worker" else []
-                    return Fault("kill_writer", at, time.time(), proc.pid, role, affected)
+                    return Fault("kill_writer", at, time.time(), proc.pid, role, affected, half)
             time.sleep(0.002)
         return None
 

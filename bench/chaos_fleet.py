@@ -24,6 +24,37 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PG_VERSION = os.environ.get("TICKQ_CHAOS_PG_VERSION", "15")
 SHARED_PORT = 5432
+BATCH = 50
+"""Jobs per ``enqueue_many`` call of the enqueuer."""
+
+
+def resume_point(log: Path) -> int:
+    """The first job the enqueuer has not yet stored, from its own log."""
+    done = 0
+    if log.exists():
+        for line in log.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "ok":
+                done = max(done, int(parts[2]))
+    return done
+
+
+def stored(url: str, keys: list[str]) -> int:
+    """How many of these unique keys are in the jobs table (the auditor's own query)."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        with sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30) as conn:
+            marks = ",".join("?" * len(keys))
+            sql = f"SELECT count(*) FROM tickq_jobs WHERE unique_key IN ({marks})"
+            return int(conn.execute(sql, keys).fetchone()[0])
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, application_name="tickq-chaos") as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM tickq_jobs WHERE unique_key = ANY(%s)", (keys,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
 
 def free_port() -> int:
@@ -85,7 +116,7 @@ class Fleet:
 
     def __init__(self, folder: Path, url: str, lease: float, workers: int, total: int,
                  seconds: float) -> None:  # fmt: skip
-        self.folder, self.env = folder, child_env(folder, url, lease)
+        self.folder, self.url, self.env = folder, url, child_env(folder, url, lease)
         self.wanted_workers, self.total, self.seconds = workers, total, seconds
         self.lock = threading.RLock()
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -128,6 +159,13 @@ class Fleet:
             self.enqueuer = self._spawn(
                 "enqueuer", ["chaos_app.py", "enqueue", str(self.total), str(self.seconds)]
             )
+
+    def half_batch(self) -> str:
+        """After the enqueuer died: '' if its batch in flight is stored whole or not at all."""
+        first = resume_point(self.folder / "enqueue.log")
+        keys = [f"chaos-{i}" for i in range(first, min(first + BATCH, self.total))]
+        count = stored(self.url, keys) if keys else 0
+        return "" if count in (0, len(keys)) else f"n={first}..: {count} of {len(keys)} stored"
 
     def kill(self, proc: subprocess.Popen[bytes]) -> float:
         """``kill -9`` one of ours; returns when it happened."""
