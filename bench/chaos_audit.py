@@ -86,7 +86,7 @@ def audit(ev: Evidence) -> dict[str, Any]:
     by_job: dict[int, list[Run]] = defaultdict(list)
     for run in ev.runs:
         by_job[run.n].append(run)
-    lost = sorted(n for n in range(ev.total) if not _finished(ev, n, by_job[n]))
+    lost = sorted(n for n in range(ev.total) if not _finished(ev, n, by_job.get(n, [])))
     extra, unexplained, repeated_finished = _extra_runs(ev, by_job)
     burned = _burned(ev)
     running = sorted(j.id for j in ev.jobs.values() if str(j.status.value) == "running")
