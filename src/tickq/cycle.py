@@ -59,7 +59,9 @@ def run_cycle(
         try:
             outcomes = [execute(job, queue.definition(job.type), queue.job_names) for job in held]
             want = 1 if report["claimed"] < limit and not _spent(deadline) else 0
-            jobs = record_and_claim(queue, keeper, outcomes, report, want, queues)[1]
+            # Each job's outcome is committed before the next job starts; only the last
+            # commit needs to survive a power loss (it takes the earlier ones with it).
+            jobs = record_and_claim(queue, keeper, outcomes, report, want, queues, not want)[1]
         finally:
             keeper.drop(held)
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
@@ -104,6 +106,7 @@ def record_and_claim(
     report: dict[str, Any],
     limit: int = 0,
     queues: Sequence[str] | None = None,
+    durable: bool = True,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs in the same round trip."""
     keeper.finished(o.job for o in outcomes)
@@ -113,7 +116,7 @@ def record_and_claim(
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "lost"]
         applied = [o for o in outcomes if o.job.id not in lost and o.kind != "lost"]
     recorded, jobs = queue.store.record_and_claim(
-        queue.owner, applied, limit, queue.lease_seconds, queues
+        queue.owner, applied, limit, queue.lease_seconds, queues, durable
     )
     recorded.stale.extend(stale)
     report["claimed"] += len(jobs)

@@ -316,9 +316,14 @@ class SqlStore:
         limit: int,
         lease_seconds: float,
         queues: Sequence[str] | None = None,
+        durable: bool = True,
     ) -> tuple[Recorded, list[Job]]:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
-        next batch cost one round trip and one commit."""
+        next batch cost one round trip and one commit.
+
+        ``durable=False``: the commit need only survive this process being killed, not the
+        machine losing power (a later durable commit makes it durable too); SQLite then
+        skips its sync to disk."""
         completed = [o for o in outcomes if o.kind == "complete"]
         others = [o for o in outcomes if o.kind != "complete"]
         statements: list[Statement] = []

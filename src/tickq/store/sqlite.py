@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from ..clock import Clock
     from ..job import Job
-    from .base import Outcome, Rows, ScheduleMove, Statement
+    from .base import Outcome, Recorded, Rows, ScheduleMove, Statement
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 
@@ -143,6 +143,26 @@ class SQLiteStore(SqlStore):
 
     def integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
+
+    def record_and_claim(
+        self,
+        owner: str,
+        outcomes: Sequence[Outcome],
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+        durable: bool = True,
+    ) -> tuple[Recorded, list[Job]]:
+        # A process killed after a WAL commit loses nothing, synced or not; and the next
+        # synced commit syncs every earlier one (the WAL is appended in order).
+        if durable or self.synchronous not in ("full", "extra"):
+            return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues)
+        conn = self.connection()
+        conn.execute("PRAGMA synchronous=normal")
+        try:
+            return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues)
+        finally:
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
     def _outcome_statements(self, owner: str, outcome: Any) -> list[Statement]:
         params = self._outcome_params(owner, outcome)
