@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -264,6 +265,8 @@ def parse(argv: list[str] | None = None) -> Settings:
 
 def main(argv: list[str] | None = None) -> int:
     settings = parse(argv)
+    # SIGTERM unwinds like Ctrl-C, so the cluster is dropped and the children are killed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.monotonic()
     figures = run(settings)
     print(report(figures, settings, time.monotonic() - started))

@@ -150,7 +150,7 @@ def _extra_runs(
             why = _why_unexplained(ev, run, expired, seen)
             if why:
                 unexplained.append(f"job n={n} id={run.job_id} attempt {run.attempt} "
-                                   f"(pid {run.pid}): {why}")  # fmt: skip
+                                   f"(pid {run.pid}): {why}; {_context(ev, run)}")  # fmt: skip
             seen.add(run.attempt)
         if runs[-1].attempt in seen:
             unexplained.append(f"job n={n} id={runs[-1].job_id}: attempt {runs[-1].attempt} "
@@ -168,6 +168,13 @@ def _why_unexplained(ev: Evidence, run: Run, expired: set[int], seen: set[int]) 
         role = ev.roles.get(run.pid, "?")
         return f"its {role} was never killed, yet the lease expired and it ran again"
     return ""
+
+
+def _context(ev: Evidence, run: Run) -> str:
+    """When the run happened, how it ended, and the faults around it (for a bug report)."""
+    ended = f"finished at {run.end:.3f}" if run.end is not None else "never finished"
+    near = [f"{f.kind} at {f.at:.3f}" for f in ev.faults if run.start - 5 <= f.at <= run.start + 15]
+    return f"started at {run.start:.3f}, {ended}; faults near: {', '.join(near) or 'none'}"
 
 
 def _burned(ev: Evidence) -> list[str]:
