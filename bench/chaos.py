@@ -203,7 +203,8 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"{figures['extra_runs_after_finishing']} had finished before the kill)",
         f"jobs left running past lease:      {figures['left_running_past_lease']}  (must be 0)",
         f"attempts burned, never started:    {figures['attempts_burned_never_started']}  "
-        "(must be 0)",
+        f"(must be 0; {figures['attempts_burned_in_claim_window']} of them killed within "
+        "1 s of the claim)",
         f"enqueue calls that failed:         {figures['enqueue_errors']}  (retried; "
         "unique keys keep them single)",
         f"ticks that exited with an error:   {figures['ticks_failed']}  (not killed)",

@@ -100,9 +100,10 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "extra_runs_after_finishing": len(repeated_finished),
         "left_running_past_lease": len(ev.overdue | set(running)),
         "attempts_burned_never_started": len(burned),
+        "attempts_burned_in_claim_window": sum(1 for _, in_window in burned if in_window),
         "faults": _fault_counts(ev.faults),
         "resume_seconds": _resume(ev),
-        "rerun_after_kill_seconds": _rerun(ev, by_job, burned),
+        "rerun_after_kill_seconds": _rerun(ev, by_job),
         "enqueue_errors": sum(1 for line in ev.enqueue_log if line[0] == "err"),
         "integrity_check": ev.integrity,
         "enqueuer_kills_checked": sum(1 for f in ev.faults if f.role == "enqueuer"),
@@ -113,7 +114,7 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "examples": {
             "lost": lost[:10],
             "unexplained": unexplained[:10],
-            "burned": burned[:10],
+            "burned": [text for text, _ in burned[:10]],
             "failed_outside_faults": outside[:10],
             "half_stored": halves[:10],
             "left_running": sorted(ev.overdue | set(running))[:10],
@@ -177,8 +178,13 @@ def _context(ev: Evidence, run: Run) -> str:
     return f"started at {run.start:.3f}, {ended}; faults near: {', '.join(near) or 'none'}"
 
 
-def _burned(ev: Evidence) -> list[str]:
-    """``lease_expired`` attempts with no run logged for them."""
+CLAIM_WINDOW = 1.0
+"""A burned attempt whose process was killed this soon after claiming it fell in the claim's
+own round trip (claimed, killed before the job could start): a known, documented window."""
+
+
+def _burned(ev: Evidence) -> list[tuple[str, bool]]:
+    """``lease_expired`` attempts with no run logged for them; True: in the claim window."""
     started = {(r.job_id, r.attempt) for r in ev.runs}
     burned = []
     for job_id, attempts in ev.attempts.items():
@@ -186,8 +192,12 @@ def _burned(ev: Evidence) -> list[str]:
             if a.outcome == "lease_expired" and (job_id, a.attempt) not in started:
                 match = OWNER.search(a.error or "")
                 owner = int(match[1]) if match else 0
-                burned.append(f"job id={job_id} attempt {a.attempt} claimed by "
-                              f"{ev.roles.get(owner, '?')} pid {owner}")  # fmt: skip
+                killed, claimed = ev.killed.get(owner), a.started_at
+                after = killed - claimed.timestamp() if killed and claimed else None
+                when = f", killed {after:.3f}s after claiming it" if after is not None else ""
+                burned.append((f"job id={job_id} attempt {a.attempt} claimed by "
+                               f"{ev.roles.get(owner, '?')} pid {owner}{when}",
+                               after is not None and 0 <= after <= CLAIM_WINDOW))  # fmt: skip
     return sorted(burned)
 
 
@@ -250,7 +260,7 @@ def _resume(ev: Evidence) -> dict[str, Any]:
     }
 
 
-def _rerun(ev: Evidence, by_job: dict[int, list[Run]], burned: list[str]) -> dict[str, Any]:
+def _rerun(ev: Evidence, by_job: dict[int, list[Run]]) -> dict[str, Any]:
     """Per kill: until every job the victim had started and not finished ran again."""
     waits: dict[str, list[float]] = defaultdict(list)
     for f in ev.faults:

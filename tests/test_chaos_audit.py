@@ -8,6 +8,7 @@ explains it passes.
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,8 +27,9 @@ def job(n: int, status: str = "done", attempts: int = 1) -> Any:
     return SimpleNamespace(id=n + 1, status=SimpleNamespace(value=status), attempts=attempts)
 
 
-def attempt(number: int, outcome: str, error: str | None = None) -> Any:
-    return SimpleNamespace(attempt=number, outcome=outcome, error=error)
+def attempt(number: int, outcome: str, error: str | None = None, claimed: float = 0.0) -> Any:
+    started_at = datetime.fromtimestamp(claimed, UTC) if claimed else None
+    return SimpleNamespace(attempt=number, outcome=outcome, error=error, started_at=started_at)
 
 
 def evidence(runs: list[Run], jobs: dict[int, Any], **extra: Any) -> Evidence:
@@ -91,13 +93,30 @@ def test_the_same_attempt_twice_is_unexplained_even_after_a_kill() -> None:
     assert figures["extra_runs_unexplained"] == 1
 
 
+def burned_trace(killed_at: float) -> Evidence:
+    """Job 0's attempt 1 was claimed by WORKER at t=100 and never started."""
+    runs = [Run(0, 1, 2, OTHER, 130.0, 130.1)]
+    attempts = {1: [attempt(1, "lease_expired", EXPIRED, claimed=100.0), attempt(2, "done")]}
+    return evidence(runs, {0: job(0, attempts=2)}, attempts=attempts,
+                    killed={WORKER: killed_at})  # fmt: skip
+
+
 def test_an_expired_attempt_that_never_ran_is_burned() -> None:
-    runs = [Run(0, 1, 2, OTHER, 30.0, 30.1)]
-    attempts = {1: [attempt(1, "lease_expired", EXPIRED), attempt(2, "done")]}
-    figures = audit(evidence(runs, {0: job(0, attempts=2)}, attempts=attempts))
+    figures = audit(burned_trace(killed_at=105.0))
 
     assert figures["attempts_burned_never_started"] == 1
-    assert figures["examples"]["burned"] == ["job id=1 attempt 1 claimed by worker pid 100"]
+    assert figures["attempts_burned_in_claim_window"] == 0
+    assert figures["examples"]["burned"] == [
+        "job id=1 attempt 1 claimed by worker pid 100, killed 5.000s after claiming it"
+    ]
+    assert "1 attempt(s) burned on jobs that never started" in figures["broken"]
+
+
+def test_a_kill_right_after_the_claim_is_told_apart_but_still_counted() -> None:
+    figures = audit(burned_trace(killed_at=100.2))
+
+    assert figures["attempts_burned_in_claim_window"] == 1
+    assert figures["attempts_burned_never_started"] == 1
 
 
 def test_a_call_failing_outside_every_fault_breaks_a_promise() -> None:
