@@ -91,7 +91,8 @@ def _chaos(settings: Settings, fleet: Fleet, cluster: Cluster | None, folder: Pa
     started = time.monotonic()
     try:
         limit = settings.seconds * 3 + 60
-        while not fleet.enqueued and time.monotonic() - started < limit:
+        # Faults go on until the last job is enqueued and each kind was injected once.
+        while (not fleet.enqueued or injector.missing()) and time.monotonic() - started < limit:
             fleet.pump(settings.tick_every)
             time.sleep(0.05)
         injector.stop.set()

@@ -48,14 +48,22 @@ class Injector:
         i = 0
         while not self.stop.wait(self.every * self.random.uniform(0.6, 1.4)):
             kind = self.kinds[i % len(self.kinds)]
-            i += 1
             try:
                 fault = getattr(self, kind)()
             except Exception as exc:  # recorded and reported; the run goes on
                 self.errors.append(f"{kind}: {type(exc).__name__}: {exc}")
-                continue
+                fault = None
             if fault is not None:
                 self.faults.append(fault)
+            if fault is not None or kind not in self.missing():
+                i += 1  # else no victim was ready: the same kind next time
+
+    def missing(self) -> set[str]:
+        """Fault kinds not injected yet (the enqueuer's, once it is done, is not due)."""
+        done = {f.kind for f in self.faults}
+        if self.fleet.enqueued:
+            done.add("kill_enqueuer")
+        return set(self.kinds) - done
 
     def _alive_workers(self) -> list[int]:
         with self.fleet.lock:
