@@ -12,8 +12,8 @@ from pathlib import Path
 
 from chaos_fleet import Cluster, Fleet
 
-PG_FAULTS = ("kill_worker", "terminate", "kill_tick", "restart_db", "kill_enqueuer")
-SQLITE_FAULTS = ("kill_worker", "kill_writer", "kill_tick", "kill_enqueuer")
+PG_FAULTS = ("kill_worker", "kill_enqueuer", "terminate", "kill_tick", "restart_db")
+SQLITE_FAULTS = ("kill_writer", "kill_enqueuer", "kill_worker", "kill_tick")
 WAL_WRITE_LOCK = 120
 """The byte of ``<db>-shm`` a SQLite WAL writer locks for its whole write transaction."""
 
