@@ -12,8 +12,8 @@ from pathlib import Path
 
 from chaos_fleet import Cluster, Fleet
 
-PG_FAULTS = ("kill_worker", "kill_enqueuer", "terminate", "kill_tick", "restart_db")
-SQLITE_FAULTS = ("kill_writer", "kill_enqueuer", "kill_worker", "kill_tick")
+PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db")
+SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker")
 WAL_WRITE_LOCK = 120
 """The byte of ``<db>-shm`` a SQLite WAL writer locks for its whole write transaction."""
 
@@ -81,7 +81,7 @@ class Injector:
             return Fault("kill_worker", at, time.time(), victim.pid, "worker", [new.pid])
 
     def kill_tick(self) -> Fault | None:
-        min_age = self.random.uniform(0.4, 1.5)  # past import: claiming or running jobs
+        min_age = self.random.uniform(0.2, 0.8)  # past most of its import: at work
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline and not self.stop.is_set():
             proc = self.fleet.pick_tick(min_age)
