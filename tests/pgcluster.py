@@ -27,6 +27,8 @@ def _missing() -> str | None:
         return f"{', '.join(absent)} not found (Debian's postgresql-common)"
     if not os.path.isdir(f"/usr/lib/postgresql/{VERSION}/bin"):
         return f"PostgreSQL {VERSION} server binaries are not installed"
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        return "pg_createcluster needs root to create a cluster of the test's own"
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import ROOT, tickq_env
@@ -37,3 +38,28 @@ print("ok")
                           env=tickq_env(), cwd=str(ROOT), timeout=60)  # fmt: skip
     assert done.stdout.strip() == "ok", done.stderr
     assert done.stderr == ""
+
+
+def test_the_tick_command_still_shows_warnings(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/cli.db"
+    app = tmp_path / "tickapp.py"
+    app.write_text(
+        "from tickq import Queue\n"
+        f"q = Queue({url!r}, lease_seconds=3)\n"
+        "q.job(name='t', max_attempts=1)(lambda: None)\n"
+    )
+    from tickq import FrozenClock, Queue
+
+    clock = FrozenClock(datetime.now(UTC) - timedelta(hours=1))
+    q = Queue(url, clock=clock, strict=False)
+    q.migrate()
+    q.enqueue("t")
+    q.store.claim("someone-else", 1, 3)  # its lease ran out long before the tick below
+    q.close()
+    env = tickq_env(PYTHONPATH=f"{tmp_path}:{ROOT / 'src'}")
+    done = subprocess.run([sys.executable, "-m", "tickq", "tick", "tickapp:q"],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "lease expired on attempt 1" in done.stderr
+    assert done.stderr.count("lease expired on attempt 1") == 1

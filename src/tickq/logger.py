@@ -3,8 +3,8 @@
 Importing ``logging`` costs a waking host milliseconds. Until something imports it, nobody
 can have configured a handler or a level: info lines are skipped without importing it. As
 a library should, tickq adds a ``NullHandler`` to its logger, so nothing reaches stderr
-(logging's last-resort handler) unless the app configures logging; the CLI does (warnings
-and errors to stderr). Log lines carry structured fields in ``extra`` (see
+(logging's last-resort handler) unless the app configures logging; ``tickq tick`` sends
+warnings and errors to stderr (``Fallback``). Log lines carry structured fields in ``extra`` (see
 ``tickq.logfmt``).
 """
 
@@ -53,13 +53,27 @@ class LazyLogger:
         return value
 
 
+class Fallback:
+    """What tickq's logger gets when the app configured no handler of its own."""
+
+    to_stderr = False
+    """Set by a CLI command that is the app itself (``tickq tick``): warnings and errors
+    then go to stderr, as one line each; otherwise a ``NullHandler`` keeps them quiet."""
+    installed = False
+
+
 def library_logger(name: str) -> Any:
-    """``logging.getLogger(name)``, with the ``NullHandler`` on ``tickq`` (added once)."""
+    """``logging.getLogger(name)``, with tickq's fallback handler added (once)."""
     import logging
 
-    root = logging.getLogger("tickq")
-    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
-        root.addHandler(logging.NullHandler())
+    if not Fallback.installed:
+        Fallback.installed = True
+        handler: logging.Handler = logging.NullHandler()
+        if Fallback.to_stderr and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()
+            handler.setLevel(logging.WARNING)
+            handler.setFormatter(logging.Formatter("tickq: %(levelname)s: %(message)s"))
+        logging.getLogger("tickq").addHandler(handler)
     return logging.getLogger(name)
 
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
+from ..logger import Fallback
 from ..tick import strict_problems
 from .app import add_app_argument, load_app
 
@@ -63,6 +64,7 @@ def run_tick(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--limit must be >= 0, got {args.limit}")
     if args.time_budget <= 0:
         raise ConfigurationError(f"--time-budget must be positive seconds, got {args.time_budget}")
+    Fallback.to_stderr = True  # this command is the app: its warnings go to stderr
     q = load_app(args.app)
     url = heartbeat_url()
     try:
