@@ -10,12 +10,12 @@ past its lease, no attempt burned on a job that never started, an intact SQLite 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 import pytest
 
 from conftest import ROOT
+from pgcluster import _missing as cluster_tools_missing
 
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -45,8 +45,8 @@ def injected(figures: dict[str, object]) -> set[str]:
 
 @pytest.mark.timeout(240)
 def test_postgres_keeps_its_promises_under_kills_cuts_and_restarts() -> None:
-    if not shutil.which("pg_createcluster"):
-        message = "pg_createcluster not found (Debian's postgresql-common)"
+    message = cluster_tools_missing()
+    if message:
         if os.environ.get("CI"):
             pytest.fail(f"{message} (CI=true: a missing tool is a failure, not a skip)")
         pytest.skip(message)
