@@ -20,6 +20,7 @@ from statistics import median
 from typing import Any
 
 from chaos_faults import Fault
+from chaos_fleet import CONCURRENCY
 
 OWNER = re.compile(r"claimed by [^ ]*?:(\d+):[0-9a-f]+ ")
 
@@ -232,9 +233,17 @@ def _stats(samples: list[float]) -> dict[str, Any]:
             "max": round(max(samples), 3)}  # fmt: skip
 
 
+def _free_slot(ev: Evidence, pid: int, moment: float) -> bool:
+    """Whether worker ``pid`` had a free slot at ``moment`` (busy ones can't resume)."""
+    dies = ev.killed.get(pid, float("inf"))
+    busy = sum(1 for r in ev.runs if r.pid == pid and r.start <= moment
+               and (r.end if r.end is not None else dies) > moment)  # fmt: skip
+    return busy < CONCURRENCY
+
+
 def _resume(ev: Evidence) -> dict[str, Any]:
-    """Per fault kind: from the fault's end until every affected worker started a job
-    again (the slowest one), and until the enqueuer stored a batch again."""
+    """Per fault kind: from the fault's end until every affected worker with a free slot
+    started a job again (the slowest one), and until the enqueuer stored a batch again."""
     starts: dict[int, list[float]] = defaultdict(list)
     for run in ev.runs:
         starts[run.pid].append(run.start)
@@ -242,8 +251,9 @@ def _resume(ev: Evidence) -> dict[str, Any]:
     workers: dict[str, list[float]] = defaultdict(list)
     enqueue: dict[str, list[float]] = defaultdict(list)
     for f in ev.faults:
+        ready = [pid for pid in f.affected if _free_slot(ev, pid, f.until)]
         waits = [min(t for t in starts[pid] if t >= f.until) - f.until
-                 for pid in f.affected if any(t >= f.until for t in starts[pid])]  # fmt: skip
+                 for pid in ready if any(t >= f.until for t in starts[pid])]  # fmt: skip
         if waits:
             workers[f.kind].append(max(waits))
         after = [t for t in ok_times if t >= f.until]

@@ -26,6 +26,8 @@ PG_VERSION = os.environ.get("TICKQ_CHAOS_PG_VERSION", "15")
 SHARED_PORT = 5432
 BATCH = 50
 """Jobs per ``enqueue_many`` call of the enqueuer."""
+CONCURRENCY = 4
+"""Jobs each worker runs at a time."""
 
 
 def resume_point(log: Path) -> int:
@@ -143,8 +145,8 @@ class Fleet:
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         with self.lock:
-            proc = self._spawn("worker", ["-m", "tickq", "worker", "chaos_app:q",
-                                          "--concurrency", "4", "--grace", "5"])  # fmt: skip
+            args = ["-m", "tickq", "worker", "chaos_app:q", "--grace", "5"]
+            proc = self._spawn("worker", [*args, "--concurrency", str(CONCURRENCY)])
             self.workers.append(proc)
             return proc
 

@@ -147,3 +147,12 @@ def test_time_to_resume_is_the_slowest_affected_worker() -> None:
         "count": 1, "p50": 1.0, "max": 1.0,
     }  # fmt: skip
     assert figures["resume_seconds"]["outage"]["restart_db"]["max"] == 3.0
+
+
+def test_a_worker_with_every_slot_busy_is_not_waiting_to_resume() -> None:
+    long_runs = [Run(i, i + 1, 1, WORKER, 4.0, 20.0) for i in range(4)]
+    runs = [*long_runs, Run(4, 5, 1, OTHER, 8.5, 8.6), Run(5, 6, 1, WORKER, 20.5, 20.6)]
+    restart = Fault("restart_db", 5.0, 8.0, affected=[WORKER, OTHER])
+    figures = audit(evidence(runs, {i: job(i) for i in range(6)}, faults=[restart]))
+
+    assert figures["resume_seconds"]["workers"]["restart_db"]["max"] == 0.5
