@@ -98,11 +98,11 @@ def _chaos(settings: Settings, fleet: Fleet, cluster: Cluster | None, folder: Pa
         injector.stop.set()
         injector.thread.join(60)
         _drain(settings, fleet, url)
+        _wind_down(fleet)  # gracefully; on an error or a signal run() kills everything
     finally:
         injector.stop.set()
         watcher.stop.set()
         watcher.thread.join(10)
-        _wind_down(fleet)
     if injector.errors:
         print("fault injector errors:", *injector.errors[:10], sep="\n  ", file=sys.stderr)
     return _evidence(settings, fleet, injector, watcher, folder, url)
