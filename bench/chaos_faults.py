@@ -1,0 +1,157 @@
+"""The fault injector: kill -9 workers, ticks, the enqueuer and SQLite writers mid-transaction,
+cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chaos_fleet import Cluster, Fleet
+
+PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db")
+SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker")
+WAL_WRITE_LOCK = 120
+"""The byte of ``<db>-shm`` a SQLite WAL writer locks for its whole write transaction."""
+
+
+@dataclass
+class Fault:
+    kind: str
+    at: float
+    until: float
+    victim: int | None = None
+    role: str = ""
+    affected: list[int] = field(default_factory=list)
+    """Worker pids expected to run jobs again once the fault is over."""
+    half: str = ""
+    """For a killed enqueuer: its batch in flight if stored only in part."""
+
+
+class Injector:
+    """Injects one fault every ``every`` seconds (jittered), rotating through ``kinds``."""
+
+    def __init__(self, fleet: Fleet, kinds: tuple[str, ...], every: float, seed: int,
+                 cluster: Cluster | None = None, db_file: Path | None = None) -> None:  # fmt: skip
+        self.fleet, self.kinds, self.every = fleet, kinds, every
+        self.cluster, self.db_file = cluster, db_file
+        self.random = random.Random(seed)
+        self.faults: list[Fault] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="chaos-injector", daemon=True)
+
+    def _loop(self) -> None:
+        i = 0
+        while not self.stop.wait(self.every * self.random.uniform(0.6, 1.4)):
+            kind = self.kinds[i % len(self.kinds)]
+            try:
+                fault = getattr(self, kind)()
+            except Exception as exc:  # recorded and reported; the run goes on
+                self.errors.append(f"{kind}: {type(exc).__name__}: {exc}")
+                fault = None
+            if fault is not None:
+                self.faults.append(fault)
+            if fault is not None or kind not in self.missing():
+                i += 1  # else no victim was ready: the same kind next time
+
+    def missing(self) -> set[str]:
+        """Fault kinds not injected yet (the enqueuer's, once it is done, is not due)."""
+        done = {f.kind for f in self.faults}
+        if self.fleet.enqueued:
+            done.add("kill_enqueuer")
+        return set(self.kinds) - done
+
+    def _alive_workers(self) -> list[int]:
+        with self.fleet.lock:
+            return [p.pid for p in self.fleet.workers if p.poll() is None]
+
+    def kill_worker(self) -> Fault | None:
+        with self.fleet.lock:
+            alive = [p for p in self.fleet.workers if p.poll() is None]
+            if not alive:
+                return None
+            victim = self.random.choice(alive)
+            at = self.fleet.kill(victim)
+            self.fleet.pump(tick_every=0)  # a supervisor restarts it at once
+            new = self.fleet.workers[-1]
+            return Fault("kill_worker", at, time.time(), victim.pid, "worker", [new.pid])
+
+    def kill_tick(self) -> Fault | None:
+        min_age = self.random.uniform(0.2, 0.8)  # past most of its import: at work
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline and not self.stop.is_set():
+            proc = self.fleet.pick_tick(min_age)
+            if proc is not None:
+                at = self.fleet.kill(proc)
+                return Fault("kill_tick", at, at, proc.pid, "tick")
+            time.sleep(0.05)
+        return None
+
+    def kill_enqueuer(self) -> Fault | None:
+        with self.fleet.lock:
+            proc = self.fleet.enqueuer
+            if proc is None or proc.poll() is not None:
+                return None
+            at = self.fleet.kill(proc)
+            half = self.fleet.half_batch()
+            self.fleet.pump(tick_every=0)
+            return Fault("kill_enqueuer", at, time.time(), proc.pid, "enqueuer", half=half)
+
+    def terminate(self) -> Fault:
+        import psycopg
+
+        assert self.cluster is not None
+        at = time.time()
+        with psycopg.connect(self.cluster.url, autocommit=True,
+                             application_name="tickq-chaos") as conn:  # fmt: skip
+            row = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'tickq' AND pid <> pg_backend_pid()"
+            ).fetchone()
+        fault = Fault("terminate", at, time.time(), affected=self._alive_workers())
+        fault.role = f"{row[0] if row else 0} connections"
+        return fault
+
+    def restart_db(self) -> Fault:
+        assert self.cluster is not None
+        at = time.time()
+        self.cluster.restart()
+        return Fault("restart_db", at, time.time(), affected=self._alive_workers())
+
+    def kill_writer(self) -> Fault | None:
+        """``kill -9`` whichever of our processes holds SQLite's write lock right now."""
+        assert self.db_file is not None
+        shm = Path(f"{self.db_file}-shm")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not self.stop.is_set():
+            with self.fleet.lock:
+                holder = writer_pid(shm) if shm.exists() else None
+                proc = next((p for p in self.fleet.everyone
+                             if p.pid == holder and p.poll() is None), None)  # fmt: skip
+                if proc is not None:
+                    role = self.fleet.roles[proc.pid]
+                    at = self.fleet.kill(proc)
+                    half = self.fleet.half_batch() if role == "enqueuer" else ""
+                    self.fleet.pump(tick_every=0)
+                    affected = [self.fleet.workers[-1].pid] if role == "worker" else []
+                    return Fault("kill_writer", at, time.time(), proc.pid, role, affected, half)
+            time.sleep(0.002)
+        return None
+
+
+def writer_pid(shm: Path) -> int | None:
+    """The pid holding SQLite's WAL write lock on ``shm``, from ``/proc/locks``."""
+    inode = os.stat(shm).st_ino
+    with open("/proc/locks") as locks:
+        for line in locks:
+            parts = line.split()
+            # 1: POSIX  ADVISORY  WRITE 1234 08:01:5678 120 120
+            if (len(parts) >= 8 and parts[1] == "POSIX" and parts[3] == "WRITE"
+                    and parts[5].rsplit(":", 1)[-1] == str(inode)
+                    and parts[6] == str(WAL_WRITE_LOCK)):  # fmt: skip
+                return int(parts[4])
+    return None
