@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import psycopg
@@ -63,4 +64,33 @@ def test_a_call_while_the_database_is_down_still_fails_clearly(cluster: Cluster)
     finally:
         cluster.ctl("start")
     assert q.stats()["by_status"]["pending"] >= 0  # and works once it is back
+    q.close()
+
+
+def test_a_tick_keeps_a_finished_job_while_the_database_is_down_for_seconds(
+    cluster: Cluster,
+) -> None:
+    """The job takes the database down for longer than a few quick retries cover: the tick
+    keeps its outcome and records it once the server is back (within half the lease), so
+    the job is done, ran once, and has no lease_expired attempt."""
+    q = Queue(cluster.url, lease_seconds=30)
+    q.migrate()
+    ran: list[int] = []
+    back = threading.Timer(6.0, cluster.ctl, ("start",))
+
+    @q.job(max_attempts=3)
+    def outage(n: int) -> None:
+        ran.append(n)
+        cluster.ctl("stop")
+        back.start()
+
+    job_id = outage.enqueue(n=1)
+    try:
+        report = q.tick()
+    finally:
+        back.join(timeout=60)
+    assert report["jobs"]["succeeded"] == 1 and ran == [1]
+    job = q.get_job(job_id)
+    assert job is not None and job.status == "done"
+    assert [a.outcome for a in q.attempts(job_id)] == ["done"]
     q.close()

@@ -14,7 +14,7 @@ from .logger import INFO, WARNING, held_lines, log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
     from .job import Job
@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 
 RECORD_RETRIES = (0.2, 0.5, 1.0, 2.0)
-"""Seconds between tries to record finished outcomes (the lease keeper holds them meanwhile):
-a finished job left ``running`` would run again once its lease ran out."""
+"""Seconds between tries to record finished outcomes, the last one repeated while half the
+lease lasts (the lease keeper holds the jobs meanwhile): a finished job left ``running``
+would run again once its lease ran out, as if it had crashed."""
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
                  "released")  # fmt: skip
@@ -141,7 +142,10 @@ def _worth_retrying(exc: Exception) -> bool:
 def _record_again(queue: Queue, applied: list[Outcome], exc: Exception) -> Recorded:
     """Send the outcomes again (without the claim): each is fenced by status, attempt and
     owner, so one that did reach the database counts as stale, never twice."""
-    for delay in RECORD_RETRIES:
+    give_up = monotonic() + queue.lease_seconds / 2
+    for delay in _record_delays():
+        if monotonic() + delay > give_up:
+            break
         log.warning("tickq could not record %d finished job(s) (%s); trying again in %gs",
                     len(applied), exc, delay, extra={"event": "record_retry"})  # fmt: skip
         sleep(delay)
@@ -152,6 +156,12 @@ def _record_again(queue: Queue, applied: list[Outcome], exc: Exception) -> Recor
                 raise
             exc = again
     raise exc
+
+
+def _record_delays() -> Iterator[float]:
+    yield from RECORD_RETRIES
+    while True:
+        yield RECORD_RETRIES[-1]
 
 
 def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:
