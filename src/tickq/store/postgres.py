@@ -188,6 +188,11 @@ class PostgresStore(SqlStore):
                 f"earlier one failed ({_first_line(exc)}); tickq reconnects and tries again"
             ) from exc
         except self.psycopg.OperationalError as exc:
+            if isinstance(exc, errors.ProtocolViolation) and "prepared statement" in str(exc):
+                # "bind message supplies 10 parameters, but prepared statement "_pg3_0"
+                # requires 2": another client's statement of that name on a pooled server
+                # connection. The bind failed, so the statement never ran.
+                raise self._pooler_lost_statement(exc) from exc
             self.drop_connection()
             if refused := login_refused(str(exc)):
                 raise ConfigurationError(f"PostgreSQL at {self._where()} {refused}") from exc
