@@ -64,7 +64,7 @@ WHERE id = ANY(ARRAY(
     SELECT tickq_due(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
 RETURNING {claimed_columns}
 
--- name: complete
+-- name: succeeded
 UPDATE tickq_jobs
 SET status = 'done', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now()),
@@ -74,7 +74,7 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = 
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id
 
--- name: retry_later
+-- name: retried
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'pending', last_error = :error,
@@ -90,7 +90,7 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
--- name: fail
+-- name: failed
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'failed', last_error = :error,
@@ -106,7 +106,7 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
--- name: cancel_running
+-- name: cancelled
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'cancelled', last_error = :error,
@@ -137,14 +137,15 @@ WHERE status = 'running' AND lease_owner = :owner AND id = ANY(CAST(:ids AS bigi
 RETURNING id
 
 -- name: rescue_expired
+-- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).
 WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
     FOR UPDATE SKIP LOCKED),
 j AS (
     UPDATE tickq_jobs t
-    SET status = CASE WHEN t.attempts >= t.max_attempts THEN 'failed' ELSE 'pending' END,
-        finished_at = CASE WHEN t.attempts >= t.max_attempts
+    SET status = {rescued_status},
+        finished_at = CASE WHEN {out_of_attempts}
                            THEN COALESCE(CAST(:now AS timestamptz), now()) END,
         last_error = 'LeaseExpired: attempt ' || t.attempts || ' was claimed by '
             || t.lease_owner || ' which stopped renewing its lease (crashed, killed or cut off)'
@@ -423,3 +424,15 @@ SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY 
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1),
        COALESCE(CAST(:now AS timestamptz), now())
+
+-- Migration bookkeeping (store/migrate.py) ----------------------------------------------
+
+-- name: migrations_table
+CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+
+-- name: migrations_applied
+SELECT version FROM tickq_migrations
+
+-- name: migrations_record
+INSERT INTO tickq_migrations (version, name) VALUES (:version, :name)

@@ -27,7 +27,7 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING {claimed_columns}
 
--- name: complete
+-- name: succeeded
 -- :pairs is [[id, attempt, duration], ...]; UPDATE ... FROM reads each once (a correlated
 -- look-up per row would cost more than the rest of the statement).
 UPDATE tickq_jobs
@@ -39,29 +39,29 @@ WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
   AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
 RETURNING tickq_jobs.id
 
--- name: retry_later
+-- name: retried
 UPDATE tickq_jobs
 SET status = 'pending', run_after = :run_after, last_error = :error,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
--- name: fail
+-- name: failed
 UPDATE tickq_jobs
 SET status = 'failed', last_error = :error, finished_at = :now, updated_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
--- name: cancel_running
+-- name: cancelled
 UPDATE tickq_jobs
 SET status = 'cancelled', last_error = :error, finished_at = :now, updated_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
--- name: record_attempt
--- Runs just before retry_later / fail / cancel_running, in the same transaction and
+-- name: add_attempt
+-- Runs just before retried / failed / cancelled, in the same transaction and
 -- under the same guard, so an attempt is recorded exactly when its outcome is.
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error, duration)
 SELECT id, attempts, attempted_at, :now, :outcome, :error, :duration FROM tickq_jobs
@@ -84,7 +84,7 @@ RETURNING id
 -- name: any_expired
 SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
 
--- name: record_expired_attempts
+-- name: add_expired_attempts
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
 SELECT id, attempts, attempted_at, :now, 'lease_expired',
        'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
@@ -93,9 +93,10 @@ FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now
 ON CONFLICT DO NOTHING
 
 -- name: rescue_expired
+-- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).
 UPDATE tickq_jobs
-SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
+SET status = {rescued_status},
+    finished_at = CASE WHEN {out_of_attempts} THEN :now END,
     last_error = 'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
         || ' which stopped renewing its lease (crashed, killed or cut off) before finishing',
     run_after = :now, lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
@@ -130,7 +131,7 @@ SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
--- name: record_cancelled_attempt
+-- name: add_cancelled_attempt
 -- Runs just before cancel, in the same transaction: a running attempt stopped by hand
 -- is kept in the history (its worker's late result is ignored by the guards).
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
@@ -305,3 +306,15 @@ WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
   AND a.finished_at >= :start AND a.finished_at < :end
   AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
 ORDER BY a.finished_at DESC LIMIT :limit
+
+-- Migration bookkeeping (store/migrate.py) ----------------------------------------------
+
+-- name: migrations_table
+CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL, applied_at TEXT NOT NULL)
+
+-- name: migrations_applied
+SELECT version FROM tickq_migrations
+
+-- name: migrations_record
+INSERT INTO tickq_migrations (version, name, applied_at) VALUES (:version, :name, :now)
