@@ -29,8 +29,18 @@ _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
 def load_queries(dialect: str, paramstyle: str) -> dict[str, str]:
-    """Return {name: sql}. ``paramstyle`` is "named" (:x) or "pyformat" (%(x)s)."""
-    with open(os.path.join(SQL_DIR, f"{dialect}.sql"), encoding="utf-8") as f:
+    """Return {name: sql}: ``sql/common.sql`` then ``sql/<dialect>.sql``. ``paramstyle``
+    is "named" (:x) or "pyformat" (%(x)s)."""
+    queries = _sections("common", paramstyle)
+    for name, sql in _sections(dialect, paramstyle).items():
+        if name in queries:
+            raise RuntimeError(f"query {name!r} is in both common.sql and {dialect}.sql")
+        queries[name] = sql
+    return queries
+
+
+def _sections(file: str, paramstyle: str) -> dict[str, str]:
+    with open(os.path.join(SQL_DIR, f"{file}.sql"), encoding="utf-8") as f:
         text = f.read()
     queries: dict[str, str] = {}
     for section in text.split("-- name: ")[1:]:

@@ -9,12 +9,6 @@ VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, 
 ON CONFLICT DO NOTHING
 RETURNING id
 
--- name: find_unique
-SELECT id FROM tickq_jobs
-WHERE unique_key = :unique_key
-  AND (status IN ('pending', 'running') OR (:unique_scope = 'all' AND unique_scope = 'all'))
-ORDER BY id DESC LIMIT 1
-
 -- name: claim
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
@@ -103,9 +97,6 @@ SET status = {rescued_status},
 WHERE status = 'running' AND lease_expires_at < :now
 RETURNING {job_columns}
 
--- name: get
-SELECT {job_columns} FROM tickq_jobs WHERE id = :id
-
 -- name: list
 SELECT {job_columns} FROM tickq_jobs
 WHERE (:status IS NULL OR status = :status)
@@ -113,16 +104,6 @@ WHERE (:status IS NULL OR status = :status)
   AND (:queue IS NULL OR queue = :queue)
   AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC LIMIT :limit
-
--- name: attempts
--- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
-FROM tickq_attempts WHERE job_id = :id
-UNION ALL
-SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
-       CASE WHEN status = 'done' THEN duration END
-FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
-ORDER BY 2
 
 -- name: retry
 UPDATE tickq_jobs
@@ -180,23 +161,14 @@ DELETE FROM tickq_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
 -- name: prune
 DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: counts
-SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
-
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
-
--- name: next_due
-SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
 SELECT min(run_after), :now FROM tickq_jobs
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-
--- name: failed_since
-SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
@@ -235,16 +207,9 @@ SET handled_until = excluded.handled_until,
 WHERE tickq_schedules.handled_until = :expected
 RETURNING name
 
--- name: schedule_states
-SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY name
-
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1), :now
-
--- name: failed_attempts_since
-SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
-  AND finished_at >= :since
 
 -- name: totals
 -- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
@@ -283,38 +248,11 @@ WHERE id IN (
     ORDER BY f.id LIMIT :batch)
 RETURNING id
 
--- name: failed_in_window
-SELECT count(*) FROM tickq_jobs
-WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
-
--- name: failed_sample_in_window
-SELECT id, substr(last_error, 1, 4000) FROM tickq_jobs
-WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
-ORDER BY finished_at DESC, id DESC LIMIT :limit
-
--- name: failed_attempts_in_window
--- Retry(delay) raised on purpose (e.g. polling) is not a failure worth an alert.
-SELECT count(*) FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
-WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
-  AND a.finished_at >= :start AND a.finished_at < :end
-  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
-
--- name: failed_attempts_sample_in_window
-SELECT a.job_id, substr(a.error, 1, 4000) FROM tickq_attempts a
-JOIN tickq_jobs j ON j.id = a.job_id
-WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
-  AND a.finished_at >= :start AND a.finished_at < :end
-  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
-ORDER BY a.finished_at DESC LIMIT :limit
-
 -- Migration bookkeeping (store/migrate.py) ----------------------------------------------
 
 -- name: migrations_table
 CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
     name TEXT NOT NULL, applied_at TEXT NOT NULL)
-
--- name: migrations_applied
-SELECT version FROM tickq_migrations
 
 -- name: migrations_record
 INSERT INTO tickq_migrations (version, name, applied_at) VALUES (:version, :name, :now)
