@@ -35,12 +35,15 @@ class SqlStore(TickQueries, StatsQueries):
 
     can_listen = False
     """True when ``listen`` hears other processes' enqueues (Postgres LISTEN/NOTIFY)."""
-    transaction_pooled = False
-    """True behind a transaction pooler: LISTEN hears nothing there without a direct URL."""
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(url, clock)
         self._subscribers: list[Wake] = []
+
+    @property
+    def transaction_pooled(self) -> bool:
+        """True behind a transaction pooler: LISTEN hears nothing there without a direct URL."""
+        return False
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[int]:

@@ -18,7 +18,7 @@ from .base import SqlStore
 from .queries import load_queries
 
 if TYPE_CHECKING:
-    from .base import Rows
+    from .plumbing import Rows
 
     SyncRun = Callable[[str, dict[str, Any]], Rows]
     AsyncRun = Callable[[str, dict[str, Any]], Awaitable[Rows]]

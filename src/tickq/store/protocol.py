@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..job import Attempt, Job, NewJob
     from .plumbing import Wake
+    from .postgres import PostgresStore
     from .records import Outcome, Recorded, ScheduleMove, TickState
+    from .sqlite import SQLiteStore
 
 
 class Transitions(Protocol):
@@ -127,11 +129,22 @@ class Ticks(Protocol):
 class Lifecycle(Protocol):
     """The schema, connections, and waking workers."""
 
-    dialect: str
-    url: str
     clock: Clock
-    can_listen: bool
-    transaction_pooled: bool
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgres``: which named queries it runs."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def can_listen(self) -> bool:
+        """True when ``listen`` hears other processes' enqueues."""
+
+    @property
+    def transaction_pooled(self) -> bool:
+        """True behind a transaction pooler (LISTEN there hears nothing)."""
 
     def migrate(self) -> list[int]: ...
 
@@ -152,3 +165,8 @@ class Lifecycle(Protocol):
 
 class Store(Transitions, Reads, Ticks, Lifecycle, Protocol):
     """A backend: ``SQLiteStore`` and ``PostgresStore`` implement it."""
+
+
+def _conforms(sqlite: SQLiteStore, postgres: PostgresStore) -> tuple[Store, Store]:
+    """Never called: the type checker proves here that both backends are ``Store``s."""
+    return sqlite, postgres

@@ -229,7 +229,7 @@ class SQLiteStore(SqlStore):
             ids = dumps([r[0] for r in found])
             for name in ("roll_up_totals", "prune_attempts", "prune"):
                 deleted = conn.execute(self._sql[name], {"ids": ids}).rowcount
-        return max(deleted, 0)
+        return max(int(deleted), 0)
 
     @contextmanager
     def _migrating(self, conn: sqlite3.Connection) -> Iterator[None]:
