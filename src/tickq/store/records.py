@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..job import Frozen, Job, NewJob
+from ..job import OUTCOMES, Frozen, Job, NewJob
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,14 +36,14 @@ class Outcome(Frozen):
         return tuple.__new__(cls, (job, kind, error, delay, duration))
 
 
-RECORDED_FIELDS = ("succeeded", "retried", "failed", "cancelled", "stale")
+RECORDED_FIELDS = (*OUTCOMES, "stale")
 """The outcomes ``record`` sorts jobs into, named as the cycle's report counts them."""
 
 
 class Recorded:
     """Which outcomes the store applied; ``stale`` lost their lease before finishing."""
 
-    __slots__ = RECORDED_FIELDS
+    __slots__ = ("cancelled", "failed", "retried", "stale", "succeeded")
 
     def __init__(self) -> None:
         self.succeeded: list[Job] = []
