@@ -10,7 +10,6 @@ from contextlib import suppress
 
 from ..errors import InvalidTransition, JobNotFound
 from ..job import TRANSITIONS, Attempt, Job
-from . import migrate
 from .records import Recorded
 from .stats import StatsQueries
 from .ticks import TickQueries
@@ -48,11 +47,15 @@ class SqlStore(TickQueries, StatsQueries):
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[int]:
         """Apply the migrations not yet applied; returns their versions. Idempotent."""
-        return migrate.migrate(self)
+        from .migrate import migrate  # only a deploy needs it, not every waking host
+
+        return migrate(self)
 
     def schema_sql(self) -> str:
         """Every migration's SQL, in order, for users who manage their own schema."""
-        return migrate.schema_sql(self.dialect)
+        from .migrate import schema_sql
+
+        return schema_sql(self.dialect)
 
     # -- enqueue ------------------------------------------------------------------------
     def insert(self, jobs: Sequence[NewJob]) -> list[int]:
