@@ -71,10 +71,11 @@ FINISHED_STATES = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 class Transition(Frozen):
     """One row of the state machine: a change of ``status`` and what it counts.
 
-    ``name`` is the one word for it everywhere: the outcome an executor returns, the store
-    query that applies it, the field of the cycle's report and the log event. Every query
-    is guarded by ``sources`` (and, for a finish, by attempt and lease owner), so a late or
-    repeated one changes nothing.
+    ``name`` is the one word for it wherever it shows: the outcome an executor returns, the
+    field of the cycle's report, the log event. ``query`` names the store's named query
+    (for an outcome, the same word; otherwise the verb of its store method, as
+    ``rescue_expired`` makes ``rescued``). Every query is guarded by ``sources`` (and, for a
+    finish, by attempt and lease owner), so a late or repeated one changes nothing.
     """
 
     __slots__ = ()
@@ -86,7 +87,7 @@ class Transition(Frozen):
         "attempts": "What it adds to the job's ``attempts``.",
         "counted": "What the attempt counts as in the history and the processed totals "
         "(``Attempt.outcome``), when the job was running; None: not an attempt.",
-        "query": "The store's named query (or method) that applies it.",
+        "query": "The store's named query that applies it (in every dialect).",
     }
 
     if TYPE_CHECKING:
