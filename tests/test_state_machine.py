@@ -3,6 +3,7 @@ says it moves to, the report field and the attempt history: one table, both back
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -46,12 +47,20 @@ TABLE = [
 
 @pytest.mark.parametrize(("does", "max_attempts", "word"), TABLE)
 def test_what_a_job_does_moves_it_as_the_table_says(
-    frozen_queue: Queue, clock: FrozenClock, does: str, max_attempts: int, word: str
+    frozen_queue: Queue,
+    clock: FrozenClock,
+    caplog: pytest.LogCaptureFixture,
+    does: str,
+    max_attempts: int,
+    word: str,
 ) -> None:
     q = frozen_queue
     q.job(name="work", max_attempts=max_attempts, backoff=[10])(BEHAVIOURS[does])
     job_id = q.enqueue("work", {})
-    report = q.process_jobs()
+    with caplog.at_level(logging.INFO, logger="tickq"):
+        report = q.process_jobs()
+    events = [(r.event, r.outcome) for r in caplog.records if hasattr(r, "outcome")]
+    assert events == [(word, word)]  # the log says it in the report's word
     assert report["claimed"] == 1 and report[word] == 1
     assert sum(report[w] for w in ("succeeded", "retried", "failed", "cancelled")) == 1
     job = q.get_job(job_id)
