@@ -109,7 +109,7 @@ def record(q: Queue, kind: str, durations: list[float], job_type: str = "resize"
     """Claim one job per duration and record ``kind`` with exactly that duration."""
     ids = q.enqueue_many([(job_type, {"n": n}) for n in range(len(durations))])
     jobs = q.store.claim("w", len(ids), 60)
-    error = "OSError: disk full" if kind != "complete" else None
+    error = "OSError: disk full" if kind != "succeeded" else None
     outcomes = [Outcome(j, kind, error, 1.0, d) for j, d in zip(jobs, durations, strict=True)]
     q.store.record("w", outcomes)
     return ids
@@ -120,8 +120,8 @@ def test_histogram_buckets_and_totals_survive_prune(
 ) -> None:
     q = frozen_queue
     q.job(name="resize")(_fails)
-    record(q, "complete", [0.003, 0.2, 0.2, 7.0])
-    record(q, "retry_later", [0.04])
+    record(q, "succeeded", [0.003, 0.2, 0.2, 7.0])
+    record(q, "retried", [0.04])
     before = q.stats()
     assert before["processed"]["default"] == {"resize": {"done": 4, "error": 1}}
     h = before["duration_seconds"]["default"]["resize"]
@@ -138,7 +138,7 @@ def test_histogram_buckets_and_totals_survive_prune(
     assert after["duration_seconds"] == before["duration_seconds"]
     assert after["by_status"]["done"] == 0 and after["by_status"]["pending"] == 1
 
-    record(q, "complete", [0.2])
+    record(q, "succeeded", [0.2])
     clock.advance(days=8)
     q.store.prune(timedelta(days=7))  # the same bucket again: added to, not replaced
     h = q.stats()["duration_seconds"]["default"]["resize"]

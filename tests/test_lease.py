@@ -61,7 +61,7 @@ def test_a_job_recorded_while_its_lease_is_renewed_is_not_reported_lost(
     keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
     keeper.hold([job])
     keeper.finished([job])
-    assert q.store.record(q.owner, [Outcome(job, "complete")]).completed
+    assert q.store.record(q.owner, [Outcome(job, "succeeded")]).succeeded
     with caplog.at_level(logging.WARNING, logger="tickq"):
         keeper.renew()
     assert keeper.lost() == set()

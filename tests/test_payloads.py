@@ -21,7 +21,7 @@ def raw_sql(q: Queue, sql: str, *params: Any) -> None:
     """Run SQL on tickq's own (autocommit) connection; ``?`` placeholders on both backends."""
     if q.store.dialect == "postgres":
         sql = sql.replace("?", "%s")
-    q.store.connection().execute(sql, params)
+    q.store._connection().execute(sql, params)
 
 
 def nested(depth: int) -> Any:
@@ -336,10 +336,11 @@ def test_simple_annotations_are_checked_and_others_accepted(
 def test_migration_5_keeps_jsonb_payloads_of_an_existing_postgres_database(
     pg_schema_url: str,
 ) -> None:
+    from tickq.store.migrate import migrate
     from tickq.store.queries import migrations
 
     q = Queue(pg_schema_url)
-    q.store._migrate(q.store.connection(), migrations("postgres")[:4])
+    migrate(q.store, migrations("postgres")[:4])
     raw_sql(
         q, """INSERT INTO tickq_jobs (type, payload) VALUES ('echo', '{"b": 1, "a": [-0.0]}')"""
     )

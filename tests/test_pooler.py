@@ -249,7 +249,7 @@ def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -
         eventually(lambda: all(q.get_job(i).status == "done" for i in ids), 20, "jobs done")  # type: ignore[union-attr]
         sql = "SELECT count(*) FROM pg_prepared_statements"
         assert (
-            q.store.connection().execute(sql).fetchone()[0] > 0
+            q.store._connection().execute(sql).fetchone()[0] > 0
         )  # session mode: psycopg's prepared statements stay on
         w.send(15)
         assert w.wait() == 0

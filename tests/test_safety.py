@@ -109,7 +109,7 @@ def test_a_late_finisher_changes_nothing_after_its_job_was_rescued(db_url: str) 
     assert runs == [("slow", 1), ("fast", 2)]
 
     # A late failure is fenced just the same.
-    assert slow.store.record(slow.owner, [Outcome(job, "fail", "late")]).stale == [job]
+    assert slow.store.record(slow.owner, [Outcome(job, "failed", "late")]).stale == [job]
     assert fast.get_job(job_id).status == "done"  # type: ignore[union-attr]
 
 

@@ -363,7 +363,7 @@ def test_an_empty_tick_takes_three_round_trips_on_postgres(
 
     q.tick()  # the first tick stores the schedule's cursor
     calls: list[str] = []
-    for name in ("run", "run_many"):
+    for name in ("_query", "_query_many"):
         original = getattr(q.store, name)
         monkeypatch.setattr(
             q.store, name, lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1]

@@ -18,7 +18,7 @@ def _listen(url: str, q: Queue):  # type: ignore[no-untyped-def]
     import psycopg
 
     conn = psycopg.connect(url, autocommit=True)
-    channel = q.store.run("channel")[0][0]
+    channel = q.store._query("channel")[0][0]
     conn.execute(f'LISTEN "{channel}"')
     return conn
 
@@ -71,7 +71,7 @@ def test_each_schema_has_its_own_channel(pg_schema_url: str) -> None:
     try:
         q2 = Queue(with_search_path(PG_URL, other))
         q2.migrate()
-        assert q1.store.run("channel") != q2.store.run("channel")
+        assert q1.store._query("channel") != q2.store._query("channel")
         q2.close()
     finally:
         with psycopg.connect(PG_URL, autocommit=True) as conn:

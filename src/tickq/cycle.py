@@ -11,6 +11,7 @@ from time import monotonic, sleep
 from .errors import DatabaseUnavailable, TickqError
 from .execute import execute
 from .logger import INFO, WARNING, held_lines, log
+from .store import RECORDED_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,9 +119,9 @@ def record_and_claim(
     keeper.finished(o.job for o in outcomes)
     lost = keeper.lost()
     applied, stale = outcomes, []
-    if lost or any(o.kind == "lost" for o in outcomes):  # "lost": never started (pool)
-        stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "lost"]
-        applied = [o for o in outcomes if o.job.id not in lost and o.kind != "lost"]
+    if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
+        stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "stale"]
+        applied = [o for o in outcomes if o.job.id not in lost and o.kind != "stale"]
     try:
         recorded, jobs = queue.store.record_and_claim(
             queue.owner, applied, limit, queue.lease_seconds, queues, durable
@@ -181,11 +182,8 @@ def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:
 def tally(
     queue: Queue, outcomes: list[Outcome], recorded: Recorded, report: dict[str, Any]
 ) -> None:
-    report["succeeded"] += len(recorded.completed)
-    report["retried"] += len(recorded.retried)
-    report["failed"] += len(recorded.failed)
-    report["cancelled"] += len(recorded.cancelled)
-    report["stale"] += len(recorded.stale)
+    for word in RECORDED_FIELDS:
+        report[word] += len(getattr(recorded, word))
     stale = {j.id for j in recorded.stale}
     with held_lines():
         for o in outcomes:
@@ -196,12 +194,8 @@ def tally(
         queue.notify_retried(job)
 
 
-WORDS = {"complete": "succeeded", "retry_later": "retried", "fail": "failed",
-         "cancel_running": "cancelled", "lost": "stale"}  # fmt: skip
-
-
 def log_outcome(o: Outcome, override: str | None = None) -> None:
-    word = override or WORDS[o.kind]
+    word = override or o.kind
     level = INFO if word == "succeeded" else WARNING
     if not log.isEnabledFor(level):
         return

@@ -6,7 +6,7 @@ from time import perf_counter
 
 from .context import JobContext, _current
 from .errors import Cancel, JobTimeout, Retry
-from .job import Job
+from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
 from .store import Outcome
@@ -23,7 +23,8 @@ UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
 
 
 def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list[str]]) -> Outcome:
-    """Run ``job`` with its handler and map the result or exception to an ``Outcome``."""
+    """Run ``job`` with its handler and map the result or exception to an ``Outcome``:
+    one of ``job.OUTCOMES``, the transitions ``store.record`` applies."""
     started = perf_counter()
     reason = unrunnable(job, definition)
     if reason:
@@ -37,7 +38,7 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
-    return Outcome(job, "complete", None, 0.0, perf_counter() - started)
+    return Outcome(job, "succeeded", None, 0.0, perf_counter() - started)
 
 
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
@@ -53,14 +54,14 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
-    return Outcome(job, "complete", None, 0.0, perf_counter() - started)
+    return Outcome(job, "succeeded", None, 0.0, perf_counter() - started)
 
 
 def settle(job: Job, definition: JobDefinition, exc: BaseException, started: float) -> Outcome:
     """What raising ``exc`` means for the job: cancelled, retried later, or failed."""
     match exc:
         case Cancel():
-            return Outcome(job, "cancel_running", format_error(exc), 0.0, perf_counter() - started)
+            return Outcome(job, "cancelled", format_error(exc), 0.0, perf_counter() - started)
         case Retry():
             return _retry_or_fail(job, format_error(exc), exc.delay, started)
         case _:
@@ -69,15 +70,15 @@ def settle(job: Job, definition: JobDefinition, exc: BaseException, started: flo
 
 def _retry_or_fail(job: Job, error: str, delay: float | None, started: float) -> Outcome:
     elapsed = perf_counter() - started
-    if delay is None or job.attempts >= job.max_attempts:
-        return Outcome(job, "fail", error, 0.0, elapsed)
-    return Outcome(job, "retry_later", error, delay, elapsed)
+    if delay is None or out_of_attempts(job.attempts, job.max_attempts):
+        return Outcome(job, "failed", error, 0.0, elapsed)
+    return Outcome(job, "retried", error, delay, elapsed)
 
 
 def _unrunnable(job: Job, reason: str, started: float) -> Outcome:
     """A job that can never run as stored fails now, without using up retries."""
     error = f"UnrunnableJob: {reason}; it fails without a retry (retrying can't help)"
-    return Outcome(job, "fail", error, 0.0, perf_counter() - started)
+    return Outcome(job, "failed", error, 0.0, perf_counter() - started)
 
 
 def unrunnable(job: Job, definition: JobDefinition | None) -> str | None:

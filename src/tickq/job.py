@@ -46,46 +46,99 @@ class JobState(StrEnum):
     """The ``status`` column. Each state names who moves a job in and out of it."""
 
     PENDING = "pending"
-    """Waiting for ``run_after``. In: enqueue, an automatic retry, a rescued lease, a manual
-    retry, a release on shutdown. Out: claim (to running) or cancel."""
+    """Waiting for ``run_after``. In: enqueue, ``retried``, ``rescued``, ``released`` (on
+    shutdown), a manual ``retry``. Out: ``claimed`` or ``cancel``."""
 
     RUNNING = "running"
-    """Claimed by one worker under a lease. Out: complete, retry, fail, cancel, release, or
-    rescue when the lease expires."""
+    """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``failed``,
+    ``cancelled``, ``cancel``, ``released``, or ``rescued`` when the lease expires."""
 
     DONE = "done"
-    """Finished successfully. Out: prune only."""
+    """Finished successfully (``succeeded``). Out: ``pruned`` only."""
 
     FAILED = "failed"
-    """Out of attempts (or failed permanently); alerts fire. Out: manual retry, prune."""
+    """Out of attempts (or failed permanently); alerts fire. Out: ``retry``, ``pruned``."""
 
     CANCELLED = "cancelled"
-    """Stopped by a person or by the job raising ``Cancel``. Out: manual retry, prune."""
+    """Stopped by a person (``cancel``) or by the job raising ``Cancel`` (``cancelled``).
+    Out: ``retry``, ``pruned``."""
 
 
 ACTIVE_STATES = (JobState.PENDING, JobState.RUNNING)
 FINISHED_STATES = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
-TRANSITIONS: dict[str, tuple[JobState, JobState]] = {
-    "claim": (JobState.PENDING, JobState.RUNNING),
-    "complete": (JobState.RUNNING, JobState.DONE),
-    "retry_later": (JobState.RUNNING, JobState.PENDING),
-    "fail": (JobState.RUNNING, JobState.FAILED),
-    "cancel_running": (JobState.RUNNING, JobState.CANCELLED),
-    "cancel": (JobState.PENDING, JobState.CANCELLED),
-    "release": (JobState.RUNNING, JobState.PENDING),
-    "rescue": (JobState.RUNNING, JobState.PENDING),
-    "rescue_exhausted": (JobState.RUNNING, JobState.FAILED),
-    "retry_failed": (JobState.FAILED, JobState.PENDING),
-    "retry_cancelled": (JobState.CANCELLED, JobState.PENDING),
-}
-"""Every state change tickq makes: name -> (state it must be in, state it moves to).
-Each store query that performs one is guarded by the ``from`` state."""
+
+class Transition(Frozen):
+    """One row of the state machine: a change of ``status`` and what it counts.
+
+    ``name`` is the one word for it wherever it shows: the outcome an executor returns, the
+    field of the cycle's report, the log event. ``query`` names the store's named query
+    (for an outcome, the same word; otherwise the verb of its store method, as
+    ``rescue_expired`` makes ``rescued``). Every query is guarded by ``sources`` (and, for a
+    finish, by attempt and lease owner), so a late or repeated one changes nothing.
+    """
+
+    __slots__ = ()
+    _fields = ("name", "sources", "target", "exhausted", "attempts", "counted", "query")
+    _docs = {
+        "sources": "The states a job must be in for it to apply.",
+        "target": "The state it moves the job to (None: the row is deleted).",
+        "exhausted": "The state instead when the job is out of attempts (None: no such rule).",
+        "attempts": "What it adds to the job's ``attempts``.",
+        "counted": "What the attempt counts as in the history and the processed totals "
+        "(``Attempt.outcome``), when the job was running; None: not an attempt.",
+        "query": "The store's named query that applies it (in every dialect).",
+    }
+
+    if TYPE_CHECKING:
+        name: str
+        sources: tuple[JobState, ...]
+        target: JobState | None
+        exhausted: JobState | None
+        attempts: int
+        counted: str | None
+        query: str
+
+    def __new__(
+        cls, name: str, sources: tuple[JobState, ...], target: JobState | None,
+        exhausted: JobState | None, attempts: int, counted: str | None, query: str,
+    ) -> Transition:  # fmt: skip
+        return tuple.__new__(cls, (name, sources, target, exhausted, attempts, counted, query))
 
 
-def allowed(src: JobState, dst: JobState) -> bool:
-    """True when some transition moves a job from ``src`` to ``dst``."""
-    return any(pair == (src, dst) for pair in TRANSITIONS.values())
+_P, _R, _D, _F, _C = JobState  # pending, running, done, failed, cancelled
+
+STATE_MACHINE = (
+    #          name         sources   target exhausted attempts counted     query
+    Transition("claimed",   (_P,),    _R,    None,     +1,      None,       "claim"),
+    Transition("succeeded", (_R,),    _D,    None,     0,       "done",     "succeeded"),
+    Transition("retried",   (_R,),    _P,    None,     0,       "error",    "retried"),
+    Transition("failed",    (_R,),    _F,    None,     0,       "error",    "failed"),
+    Transition("cancelled", (_R,),    _C,    None,     0,       "cancelled", "cancelled"),
+    Transition("released",  (_R,),    _P,    None,     -1,      None,       "release"),
+    Transition("rescued",   (_R,),    _P,    _F,       0,  "lease_expired", "rescue_expired"),
+    Transition("retry",     (_F, _C), _P,    None,     0,       None,       "retry"),
+    Transition("cancel",    (_P, _R), _C,    None,     0,       "cancelled", "cancel"),
+    Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
+)  # fmt: skip
+"""Every state change tickq makes. An attempt that raised is ``retried``, or ``failed`` when
+the job is ``out_of_attempts`` (the executor decides); a ``rescued`` job out of attempts
+goes to failed (the store decides, by the same rule). ``retry`` and ``cancel`` are made by
+a person; ``pruned`` rows are first added to the processed totals."""
+
+TRANSITIONS = {t.name: t for t in STATE_MACHINE}
+"""The state machine by name."""
+
+OUTCOMES = ("succeeded", "retried", "failed", "cancelled")
+"""What one attempt can come to: the transitions an executor returns and ``record`` applies.
+``stale`` is the word for a finish that changes nothing (its lease was lost, or the job was
+cancelled or rescued meanwhile)."""
+
+
+def out_of_attempts(attempts: int, max_attempts: int) -> bool:
+    """True when a job that used ``attempts`` may not run again: an error then fails it,
+    and so does a rescue (``store.queries.OUT_OF_ATTEMPTS`` is this rule in SQL)."""
+    return attempts >= max_attempts
 
 
 JOB_FIELDS = (

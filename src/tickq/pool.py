@@ -38,7 +38,7 @@ class JobPool:
     Threads are daemons on purpose: a sync job still running when the worker gives up on
     it (timeout, or shutdown after the grace period) must not keep the process alive.
     ``skip(job)`` is asked just before a job that waited in line starts: True (its lease
-    was lost meanwhile) and it is handed back as ``Outcome(job, "lost")`` without running.
+    was lost meanwhile) and it is handed back as ``Outcome(job, "stale")`` without running.
     """
 
     def __init__(self, size: int, queue: Queue, done: Done, skip: Skip | None = None) -> None:
@@ -77,7 +77,7 @@ class JobPool:
         return jobs
 
     def cancel(self, job: Job) -> bool:
-        """Stop ``job``: out of the line if it waits (then handed back as "lost"), cancelled
+        """Stop ``job``: out of the line if it waits (then handed back as "stale"), cancelled
         if it runs on the loop. A running sync job can't be stopped: False."""
         with self._lock:
             waited = job in self._line
@@ -85,7 +85,7 @@ class JobPool:
                 self._line.remove(job)
             future = self._async.get(id(job))
         if waited:
-            self.done(Outcome(job, "lost"))
+            self.done(Outcome(job, "stale"))
             return True
         return future.cancel() if future is not None else False
 
@@ -118,7 +118,7 @@ class JobPool:
     def _start(self, job: Job) -> None:
         """Start ``job`` in a slot already taken for it."""
         if self.skip(job):
-            self._finished(Outcome(job, "lost"), sync=False)
+            self._finished(Outcome(job, "stale"), sync=False)
             return
         definition = self.queue.definition(job.type)
         if definition is not None and definition.is_async:

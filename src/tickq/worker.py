@@ -229,7 +229,7 @@ class Worker:
         return free
 
     def _retry_soon(self, outcomes: list[Outcome]) -> None:
-        delays = [o.delay for o in outcomes if o.kind == "retry_later"]
+        delays = [o.delay for o in outcomes if o.kind == "retried"]
         if delays:
             self._next_poll = min(self._next_poll, monotonic() + min(delays))
 

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from ..errors import ConfigurationError
-from .base import Outcome, Recorded, ScheduleMove, SqlStore, TickState
+from .base import SqlStore
+from .records import RECORDED_FIELDS, Outcome, Recorded, ScheduleMove, TickState
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..clock import Clock
+    from .protocol import Store
 
 SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
 
-__all__ = ["Outcome", "Recorded", "ScheduleMove", "SqlStore", "TickState", "open_store"]
+__all__ = [
+    "RECORDED_FIELDS", "Outcome", "Recorded", "ScheduleMove", "SqlStore", "Store", "TickState",
+    "open_store",
+]  # fmt: skip
 
 
 def open_store(url: str, clock: Clock | None = None) -> SqlStore:
@@ -38,3 +43,11 @@ def open_store(url: str, clock: Clock | None = None) -> SqlStore:
     # A bare word may be a password pasted in the wrong place: show only URL- or path-likes.
     shown = repr(redact_url(url)) if set(url) & set("/.@") else f"({len(url)} characters)"
     raise ConfigurationError(f"database URL {shown} has no valid scheme{hint}: {expected}")
+
+
+def __getattr__(name: str) -> object:
+    if name == "Store":  # typing costs a waking host milliseconds: loaded on first use
+        from .protocol import Store
+
+        return Store
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

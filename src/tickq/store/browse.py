@@ -26,8 +26,8 @@ EXACT_BELOW = 50_000
 
 
 def _ready(store: SqlStore) -> SqlStore:
-    if "browse_active_counts" not in store.q:
-        store.q.update(load_queries(f"browse_{store.dialect}", store.paramstyle))
+    if "browse_active_counts" not in store._sql:
+        store._sql.update(load_queries(f"browse_{store.dialect}", store.paramstyle))
     return store
 
 
@@ -49,15 +49,15 @@ def list_page(
         status = JobState(status).value
     name = _list_query(_ready(store), status, type is not None, queue is not None,
                        before_id is not None)  # fmt: skip
-    rows = store.run(name, type=type, queue=queue, before_id=before_id, limit=limit + 1)
-    jobs = [store.job_from_row(r) for r in rows[:limit]]
+    rows = store._query(name, type=type, queue=queue, before_id=before_id, limit=limit + 1)
+    jobs = [store._job(r) for r in rows[:limit]]
     return jobs, len(rows) > limit
 
 
 def _list_query(store: SqlStore, status: str | None, type: bool, queue: bool,
                 before: bool) -> str:  # fmt: skip
     name = f"browse_list:{status}:{type:d}{queue:d}{before:d}"
-    if name not in store.q:
+    if name not in store._sql:
         where = [f"status = '{status}'"] if status else []
         where += ["type = :type"] if type else []
         where += ["queue = :queue"] if queue else []
@@ -66,14 +66,14 @@ def _list_query(store: SqlStore, status: str | None, type: bool, queue: bool,
             f"SELECT {column_list(JOB_COLUMNS)} FROM tickq_jobs "
             f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT :limit"
         )
-        store.q[name] = format_query(sql, store.paramstyle)
+        store._sql[name] = format_query(sql, store.paramstyle)
     return name
 
 
 def by_unique_key(store: SqlStore, key: str, limit: int = 50) -> list[Job]:
     """Jobs holding ``key`` as their unique key, newest first."""
-    rows = _ready(store).run("browse_by_unique_key", key=key, limit=limit)
-    return [store.job_from_row(r) for r in rows]
+    rows = _ready(store)._query("browse_by_unique_key", key=key, limit=limit)
+    return [store._job(r) for r in rows]
 
 
 def open_counts(store: SqlStore, which: str = "both") -> list[tuple[str, str, str, int]]:
@@ -82,15 +82,15 @@ def open_counts(store: SqlStore, which: str = "both") -> list[tuple[str, str, st
     names = ["browse_active_counts", "browse_stopped_counts"]
     names = names if which == "both" else [f"browse_{which}_counts"]
     _ready(store)
-    return [(s, q, t, int(n)) for name in names for s, q, t, n in store.run(name)]
+    return [(s, q, t, int(n)) for name in names for s, q, t, n in store._query(name)]
 
 
 def done_count(store: SqlStore, open_total: int) -> tuple[int, bool]:
     """(jobs done, exact?): counted below ``EXACT_BELOW`` rows, else the planner's estimate
     of the table's size less the open jobs."""
-    size = int(_ready(store).run("browse_table_size")[0][0] or 0)
+    size = int(_ready(store)._query("browse_table_size")[0][0] or 0)
     if size < EXACT_BELOW:
-        return int(store.run("browse_count_done")[0][0]), True
+        return int(store._query("browse_count_done")[0][0]), True
     return max(size - open_total, 0), False
 
 
@@ -98,7 +98,7 @@ def hourly(store: SqlStore, now: datetime, hours: int = 24) -> list[dict[str, An
     """Jobs done and attempts failed per hour (UTC), oldest first, ``hours`` buckets."""
     start = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
     slots = {start + timedelta(hours=i): {"done": 0, "failed": 0} for i in range(hours)}
-    for kind, hour, count in _ready(store).run("browse_hourly", since=store._ts(start)):
+    for kind, hour, count in _ready(store)._query("browse_hourly", since=store._ts(start)):
         at = _hour(hour)
         if at in slots:
             slots[at][kind] += int(count)
@@ -113,9 +113,11 @@ def _hour(value: Any) -> datetime:
 
 def failing_types(store: SqlStore, since: datetime, limit: int = 10) -> list[dict[str, Any]]:
     """Types with failed attempts since ``since``: attempts, jobs, last failure and error."""
-    rows = _ready(store).run("browse_failing_types", since=store._ts(since), limit=limit)
+    rows = _ready(store)._query("browse_failing_types", since=store._ts(since), limit=limit)
     ids = [int(r[4]) for r in rows if r[4] is not None]
-    errors = dict(store.run("browse_last_errors", ids=store._ids_param(ids))) if ids else {}
+    errors: dict[Any, Any] = {}
+    if ids:
+        errors = dict(store._query("browse_last_errors", ids=store._ids_param(ids)))
     return [
         {"type": t, "attempts": int(n), "jobs": int(j), "last_at": store._decode_ts(at),
          "last_job": last, "last_error": errors.get(last)}
@@ -129,9 +131,9 @@ def delete(store: SqlStore, job_id: int) -> None:
     if store.dialect == "sqlite":
         statements = [(n, {"id": job_id}) for n in
                       ("browse_roll_up", "browse_delete_attempts", "browse_delete")]  # fmt: skip
-        rows = store.run_many(statements)[-1]
+        rows = store._query_many(statements)[-1]
     else:
-        rows = store.run("browse_delete", id=job_id)
+        rows = store._query("browse_delete", id=job_id)
     if rows:
         return
     job = store.get(job_id)

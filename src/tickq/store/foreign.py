@@ -18,7 +18,7 @@ from .base import SqlStore
 from .queries import load_queries
 
 if TYPE_CHECKING:
-    from .base import Rows
+    from .plumbing import Rows
 
     SyncRun = Callable[[str, dict[str, Any]], Rows]
     AsyncRun = Callable[[str, dict[str, Any]], Awaitable[Rows]]
@@ -125,14 +125,14 @@ def insert_on(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) -> list[int]:
     run = sync_runner(store, conn)
     ids = []
     for job in jobs:
-        params = store.insert_params(job)
+        params = store._insert_params(job)
         rows = run("insert", params)
         for _ in range(5):
             if rows:
                 break
             rows = run("find_unique", params) or run("insert", params)
         ids.append(int(rows[0][0]))
-    store.announce(jobs)
+    store._announce(jobs)
     return ids
 
 
@@ -141,12 +141,12 @@ async def insert_on_async(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) ->
     run = async_runner(store, conn)
     ids = []
     for job in jobs:
-        params = store.insert_params(job)
+        params = store._insert_params(job)
         rows = await run("insert", params)
         for _ in range(5):
             if rows:
                 break
             rows = await run("find_unique", params) or await run("insert", params)
         ids.append(int(rows[0][0]))
-    store.announce(jobs)
+    store._announce(jobs)
     return ids

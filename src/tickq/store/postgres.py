@@ -18,11 +18,12 @@ from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
 from ..logger import log
 from ..redact import redact_url, url_location
-from .base import CHUNK, ScheduleMove, SqlStore
+from .base import CHUNK, SqlStore
 from .pooler import guess_pooler, split_pooler
 
 if TYPE_CHECKING:
-    from .base import Outcome, Rows, Statement, Wake
+    from .plumbing import Rows, Statement, Wake
+    from .records import Outcome, ScheduleMove
 
 LISTEN_HEARTBEAT = 30.0
 """Seconds between checks that an idle LISTEN connection is still alive (a half-open
@@ -125,17 +126,17 @@ class PostgresStore(SqlStore):
             ) from exc
         return direct
 
-    def run(self, name: str, **params: Any) -> Rows:
+    def _query(self, name: str, **params: Any) -> Rows:
         try:
-            return super().run(name, **params)
+            return super()._query(name, **params)
         except PoolerLostStatement:
-            return super().run(name, **params)  # the statement never ran: send it again
+            return super()._query(name, **params)  # the statement never ran: send it again
 
-    def run_many(self, statements: Sequence[Statement]) -> list[Rows]:
+    def _query_many(self, statements: Sequence[Statement]) -> list[Rows]:
         try:
-            return super().run_many(statements)
+            return super()._query_many(statements)
         except PoolerLostStatement:
-            return super().run_many(statements)  # none ran (one implicit transaction)
+            return super()._query_many(statements)  # none ran (one implicit transaction)
 
     def _pooler_lost_statement(self, exc: Exception) -> PoolerLostStatement:
         """Switch to transaction-pooler mode for good: no more prepared statements."""
@@ -155,7 +156,7 @@ class PostgresStore(SqlStore):
             f"({_first_line(exc)}); tickq no longer prepares statements and sends it again"
         )
 
-    def connection(self) -> Any:
+    def _connection(self) -> Any:
         """This thread's connection, replaced first if the server has hung up on it.
 
         After a restart, a failover or ``pg_terminate_backend`` the old connection is dead
@@ -163,10 +164,10 @@ class PostgresStore(SqlStore):
         is idle (tickq's are in autocommit: no transaction is open between calls) and has
         something to read was sent a goodbye (an error and EOF): it is replaced before
         anything is sent on it, so nothing can run twice."""
-        conn = super().connection()
+        conn = super()._connection()
         if hung_up(conn):
             self.drop_connection()
-            conn = super().connection()
+            conn = super()._connection()
         return conn
 
     @contextmanager
@@ -212,14 +213,14 @@ class PostgresStore(SqlStore):
     def _run_many(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
         if len(statements) == 1:
             name, params = statements[0]
-            return [self._run(conn, self.q[name], params)]
+            return [self._run(conn, self._sql[name], params)]
         # One implicit transaction and one round trip: an explicit conn.transaction() here
         # would make psycopg sync around BEGIN and COMMIT (four round trips).
         cursors = []
         with conn.pipeline():
             for name, params in statements:
                 cur = conn.cursor()
-                cur.execute(self.q[name], params)
+                cur.execute(self._sql[name], params)
                 cursors.append(cur)
         return [cur.fetchall() if cur.description else [] for cur in cursors]
 
@@ -227,7 +228,7 @@ class PostgresStore(SqlStore):
         """LISTEN on a connection of its own (to ``url`` when given: a direct one, where
         the main URL goes through a transaction pooler); ``wake(None)`` once listening (to
         catch what was enqueued while not), then ``wake({queue})`` per notification."""
-        channel = self.run("channel")[0][0]  # named after this table, as the enqueues see it
+        channel = self._query("channel")[0][0]  # named after this table, as the enqueues see it
         with self._errors():
             conn = self._connect(self.direct_url(url) if url else None)
         try:
@@ -248,24 +249,24 @@ class PostgresStore(SqlStore):
                 conn.execute("SELECT 1")
                 checked = monotonic()
 
-    def _complete_params(self, owner: str, completed: Sequence[Outcome]) -> dict[str, Any]:
+    def _succeeded_params(self, owner: str, succeeded: Sequence[Outcome]) -> dict[str, Any]:
         return {
             "owner": owner, "now": self._now(),
-            "ids": number_array([o.job.id for o in completed]),
-            "attempts": number_array([o.job.attempts for o in completed]),
-            "durations": number_array([o.duration for o in completed]),
+            "ids": number_array([o.job.id for o in succeeded]),
+            "attempts": number_array([o.job.attempts for o in succeeded]),
+            "durations": number_array([o.duration for o in succeeded]),
         }  # fmt: skip
 
     def _decode_ts(self, value: Any) -> datetime | None:
         return value.astimezone(UTC) if value is not None else None
 
-    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+    def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (self.psycopg.IntegrityError,)
 
     def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
         if len(jobs) == 1:
             return super()._insert_chunk(jobs)
-        rows = self.run("insert_many", **insert_many_params(self, jobs))
+        rows = self._query("insert_many", **insert_many_params(self, jobs))
         return match_inserted(self, jobs, rows)
 
     def _start_tick_statements(self, params: dict[str, Any]) -> list[Statement]:
@@ -274,27 +275,16 @@ class PostgresStore(SqlStore):
     def _move_params(self, move: ScheduleMove) -> dict[str, Any]:
         return {**insert_many_params(self, move.jobs), **super()._move_params(move)}
 
-    def _migrate(self, conn: Any, steps: list[tuple[int, str, str]]) -> list[int]:
-        applied_now = []
+    @contextmanager
+    def _migrating(self, conn: Any) -> Iterator[None]:
         with conn.transaction():
-            conn.execute(
+            conn.execute(  # one migrating process per schema at a time
                 "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.tickq_migrate'))"
             )
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY, "
-                "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            applied = {r[0] for r in conn.execute("SELECT version FROM tickq_migrations")}
-            for version, name, sql in steps:
-                if version in applied:
-                    continue
-                conn.execute(sql)
-                conn.execute(
-                    "INSERT INTO tickq_migrations (version, name) VALUES (%s, %s)",
-                    (version, name),
-                )
-                applied_now.append(version)
-        return applied_now
+            yield
+
+    def _run_script(self, conn: Any, sql: str) -> None:
+        conn.execute(sql)  # no parameters: a script's % signs stay as written
 
 
 def _first_line(exc: BaseException) -> str:

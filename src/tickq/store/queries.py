@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..job import JOB_FIELDS
+from ..job import JOB_FIELDS, TRANSITIONS
 
 SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 
@@ -22,12 +22,25 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                     600, 1800, 3600)  # fmt: skip
 """Upper bounds (seconds) of the job duration histogram; ``+Inf`` follows the last."""
 
+OUT_OF_ATTEMPTS = "attempts >= max_attempts"
+"""``job.out_of_attempts`` in SQL, over a ``tickq_jobs`` row."""
+
 _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
 def load_queries(dialect: str, paramstyle: str) -> dict[str, str]:
-    """Return {name: sql}. ``paramstyle`` is "named" (:x) or "pyformat" (%(x)s)."""
-    with open(os.path.join(SQL_DIR, f"{dialect}.sql"), encoding="utf-8") as f:
+    """Return {name: sql}: ``sql/common.sql`` then ``sql/<dialect>.sql``. ``paramstyle``
+    is "named" (:x) or "pyformat" (%(x)s)."""
+    queries = _sections("common", paramstyle)
+    for name, sql in _sections(dialect, paramstyle).items():
+        if name in queries:
+            raise RuntimeError(f"query {name!r} is in both common.sql and {dialect}.sql")
+        queries[name] = sql
+    return queries
+
+
+def _sections(file: str, paramstyle: str) -> dict[str, str]:
+    with open(os.path.join(SQL_DIR, f"{file}.sql"), encoding="utf-8") as f:
         text = f.read()
     queries: dict[str, str] = {}
     for section in text.split("-- name: ")[1:]:
@@ -42,6 +55,8 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{job_columns}", column_list(JOB_COLUMNS))
     sql = sql.replace("{claimed_columns}", column_list(CLAIMED_COLUMNS))
     sql = sql.replace("{duration_bucket}", duration_bucket_sql())
+    sql = sql.replace("{rescued_status}", rescued_status_sql())
+    sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
     if paramstyle == "pyformat":
         import re
 
@@ -70,6 +85,14 @@ def duration_bucket_sql() -> str:
         f"(CASE WHEN seconds IS NULL THEN '{bucket_label(DURATION_BUCKETS[0])}' {whens} "
         "ELSE '+Inf' END)"
     )
+
+
+def rescued_status_sql() -> str:
+    """The status a rescued job moves to, as ``job.STATE_MACHINE`` says: a CASE over the
+    row, so both backends rescue every expired job in one statement (deciding in Python
+    would cost a round trip to read the rows first)."""
+    rescued = TRANSITIONS["rescued"]
+    return f"(CASE WHEN {OUT_OF_ATTEMPTS} THEN '{rescued.exhausted}' ELSE '{rescued.target}' END)"
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

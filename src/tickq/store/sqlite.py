@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
     from ..clock import Clock
     from ..job import Job
-    from .base import Outcome, Recorded, Rows, ScheduleMove, Statement
+    from .plumbing import Rows, Statement
+    from .records import Outcome, Recorded, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 WAIT_STEP = 0.1
@@ -179,9 +180,9 @@ class SQLiteStore(SqlStore):
     def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
         if len(statements) == 1:  # one statement is a transaction of its own
             name, params = statements[0]
-            return [self._execute(conn, self.q[name], params)]
+            return [self._execute(conn, self._sql[name], params)]
         with self._transaction(conn):
-            return [conn.execute(self.q[name], p).fetchall() for name, p in statements]
+            return [conn.execute(self._sql[name], p).fetchall() for name, p in statements]
 
     def _ts(self, value: datetime | None) -> str | None:
         if value is None:
@@ -197,12 +198,12 @@ class SQLiteStore(SqlStore):
     def _ids_param(self, ids: Sequence[int]) -> Any:
         return dumps(list(ids))
 
-    def _complete_params(self, owner: str, completed: Sequence[Outcome]) -> dict[str, Any]:
-        # [[id, attempt, duration], ...]: the complete query reads it with json_each.
-        pairs = dumps([[o.job.id, o.job.attempts, o.duration] for o in completed])
+    def _succeeded_params(self, owner: str, succeeded: Sequence[Outcome]) -> dict[str, Any]:
+        # [[id, attempt, duration], ...]: the succeeded query reads it with json_each.
+        pairs = dumps([[o.job.id, o.job.attempts, o.duration] for o in succeeded])
         return {"owner": owner, "now": self._now(), "pairs": pairs}
 
-    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+    def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
 
     def record_and_claim(
@@ -218,37 +219,38 @@ class SQLiteStore(SqlStore):
         # synced commit syncs every earlier one (the WAL is appended in order).
         if durable or self.synchronous not in ("full", "extra"):
             return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues)
-        conn = self.connection()
+        conn = self._connection()
         conn.execute("PRAGMA synchronous=normal")
         try:
             return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues)
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
-    def _outcome_statements(self, owner: str, outcome: Any) -> list[Statement]:
+    def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
         params = self._outcome_params(owner, outcome)
-        return [("record_attempt", params), (outcome.kind, params)]
+        return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
     def rescue_expired(self) -> list[Job]:
-        if not self.run("any_expired", now=self._now()):
+        if not self._query("any_expired", now=self._now()):
             return []
         now = self._now()
-        _, rows = self.run_many(
-            [("record_expired_attempts", {"now": now}), ("rescue_expired", {"now": now})]
+        _, rows = self._query_many(
+            [("add_expired_attempts", {"now": now}), ("rescue_expired", {"now": now})]
         )
-        return [self.job_from_row(r) for r in rows]
+        return [self._job(r) for r in rows]
 
     def enqueue_schedules(self, moves: Sequence[ScheduleMove]) -> list[dict[str, int] | None]:
-        conn = self.connection()
+        conn = self._connection()
         results: list[dict[str, int] | None] = []
         with self._errors(), self._transaction(conn):
             for move in moves:
-                if not conn.execute(self.q["advance_schedule"], self._move_params(move)).fetchall():
+                advance = self._sql["advance_schedule"]
+                if not conn.execute(advance, self._move_params(move)).fetchall():
                     results.append(None)
                     continue
                 inserted = {}
                 for job in move.jobs:
-                    rows = conn.execute(self.q["insert"], self.insert_params(job)).fetchall()
+                    rows = conn.execute(self._sql["insert"], self._insert_params(job)).fetchall()
                     if rows:
                         inserted[str(job.unique_key)] = int(rows[0][0])
                 results.append(inserted)
@@ -256,38 +258,27 @@ class SQLiteStore(SqlStore):
 
     def _manual_statements(self, name: str, params: dict[str, Any]) -> list[Statement]:
         if name == "cancel":
-            return [("record_cancelled_attempt", params), ("cancel", params)]
+            return [("add_cancelled_attempt", params), ("cancel", params)]
         return [(name, params)]
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
-        conn = self.connection()
+        conn = self._connection()
         with self._errors(), self._transaction(conn):
-            found = conn.execute(self.q["prunable"], {"cutoff": cutoff, "batch": batch})
+            found = conn.execute(self._sql["prunable"], {"cutoff": cutoff, "batch": batch})
             ids = dumps([r[0] for r in found])
             for name in ("roll_up_totals", "prune_attempts", "prune"):
-                deleted = conn.execute(self.q[name], {"ids": ids}).rowcount
-        return max(deleted, 0)
+                deleted = conn.execute(self._sql[name], {"ids": ids}).rowcount
+        return max(int(deleted), 0)
 
-    def _migrate(self, conn: sqlite3.Connection, steps: list[tuple[int, str, str]]) -> list[int]:
-        self._execute(conn, "PRAGMA journal_mode=WAL")
-        applied_now = []
-        with self._transaction(conn):
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY, "
-                "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-            applied = {r[0] for r in conn.execute("SELECT version FROM tickq_migrations")}
-            for version, name, sql in steps:
-                if version in applied:
-                    continue
-                for statement in split_statements(sql):
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO tickq_migrations VALUES (?, ?, ?)",
-                    (version, name, self._ts(self.clock.now())),
-                )
-                applied_now.append(version)
-        return applied_now
+    @contextmanager
+    def _migrating(self, conn: sqlite3.Connection) -> Iterator[None]:
+        self._execute(conn, "PRAGMA journal_mode=WAL")  # outside a transaction
+        with self._transaction(conn):  # BEGIN IMMEDIATE: one migrating process at a time
+            yield
+
+    def _run_script(self, conn: sqlite3.Connection, sql: str) -> None:
+        for statement in split_statements(sql):
+            conn.execute(statement)
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:

@@ -44,12 +44,6 @@ SELECT j.id, j.unique_key FROM j, LATERAL (
                 THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
            END) AS wake
 
--- name: find_unique
-SELECT id FROM tickq_jobs
-WHERE unique_key = :unique_key
-  AND (status IN ('pending', 'running') OR (:unique_scope = 'all' AND unique_scope = 'all'))
-ORDER BY id DESC LIMIT 1
-
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
 -- subquery made the planner hash-join over the whole table. tickq_due (migration 4) picks
@@ -64,7 +58,7 @@ WHERE id = ANY(ARRAY(
     SELECT tickq_due(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
 RETURNING {claimed_columns}
 
--- name: complete
+-- name: succeeded
 UPDATE tickq_jobs
 SET status = 'done', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now()),
@@ -74,7 +68,7 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = 
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id
 
--- name: retry_later
+-- name: retried
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'pending', last_error = :error,
@@ -90,7 +84,7 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
--- name: fail
+-- name: failed
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'failed', last_error = :error,
@@ -106,7 +100,7 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
--- name: cancel_running
+-- name: cancelled
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'cancelled', last_error = :error,
@@ -137,14 +131,15 @@ WHERE status = 'running' AND lease_owner = :owner AND id = ANY(CAST(:ids AS bigi
 RETURNING id
 
 -- name: rescue_expired
+-- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).
 WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
     FOR UPDATE SKIP LOCKED),
 j AS (
     UPDATE tickq_jobs t
-    SET status = CASE WHEN t.attempts >= t.max_attempts THEN 'failed' ELSE 'pending' END,
-        finished_at = CASE WHEN t.attempts >= t.max_attempts
+    SET status = {rescued_status},
+        finished_at = CASE WHEN {out_of_attempts}
                            THEN COALESCE(CAST(:now AS timestamptz), now()) END,
         last_error = 'LeaseExpired: attempt ' || t.attempts || ' was claimed by '
             || t.lease_owner || ' which stopped renewing its lease (crashed, killed or cut off)'
@@ -160,9 +155,6 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
--- name: get
-SELECT {job_columns} FROM tickq_jobs WHERE id = :id
-
 -- name: list
 SELECT {job_columns} FROM tickq_jobs
 WHERE (CAST(:status AS text) IS NULL OR status = :status)
@@ -170,16 +162,6 @@ WHERE (CAST(:status AS text) IS NULL OR status = :status)
   AND (CAST(:queue AS text) IS NULL OR queue = :queue)
   AND (CAST(:before_id AS bigint) IS NULL OR id < :before_id)
 ORDER BY id DESC LIMIT :limit
-
--- name: attempts
--- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
-FROM tickq_attempts WHERE job_id = :id
-UNION ALL
-SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
-       CASE WHEN status = 'done' THEN duration END
-FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
-ORDER BY 2
 
 -- name: retry
 UPDATE tickq_jobs
@@ -243,15 +225,9 @@ r AS (
         seconds = tickq_totals.seconds + excluded.seconds)
 SELECT id FROM d
 
--- name: counts
-SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
-
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs
 WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())
-
--- name: next_due
-SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
@@ -262,13 +238,6 @@ WHERE status = 'pending'
 -- name: channel
 -- The LISTEN channel insert notifies: named after this table's oid (see insert).
 SELECT 'tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid)
-
--- name: failed_since
-SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
-
--- name: failed_attempts_since
-SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
-  AND finished_at >= :since
 
 -- name: totals
 -- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
@@ -310,30 +279,6 @@ SET status = 'pending', run_after = COALESCE(CAST(:now AS timestamptz), now()),
     max_attempts = GREATEST(t.max_attempts, t.attempts + 1)
 FROM batch WHERE t.id = batch.id AND t.status = 'failed'
 RETURNING t.id
-
--- name: failed_in_window
-SELECT count(*) FROM tickq_jobs
-WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
-
--- name: failed_sample_in_window
-SELECT id, substr(last_error, 1, 4000) FROM tickq_jobs
-WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
-ORDER BY finished_at DESC, id DESC LIMIT :limit
-
--- name: failed_attempts_in_window
--- Retry(delay) raised on purpose (e.g. polling) is not a failure worth an alert.
-SELECT count(*) FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
-WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
-  AND a.finished_at >= :start AND a.finished_at < :end
-  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
-
--- name: failed_attempts_sample_in_window
-SELECT a.job_id, substr(a.error, 1, 4000) FROM tickq_attempts a
-JOIN tickq_jobs j ON j.id = a.job_id
-WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
-  AND a.finished_at >= :start AND a.finished_at < :end
-  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
-ORDER BY a.finished_at DESC LIMIT :limit
 
 -- name: db_now
 SELECT now()
@@ -416,10 +361,16 @@ SELECT CAST(0 AS bigint), CAST(NULL AS text) FROM moved
 UNION ALL
 SELECT id, unique_key FROM inserted
 
--- name: schedule_states
-SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY name
-
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1),
        COALESCE(CAST(:now AS timestamptz), now())
+
+-- Migration bookkeeping (store/migrate.py) ----------------------------------------------
+
+-- name: migrations_table
+CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+
+-- name: migrations_record
+INSERT INTO tickq_migrations (version, name) VALUES (:version, :name)

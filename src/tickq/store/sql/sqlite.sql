@@ -9,12 +9,6 @@ VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, 
 ON CONFLICT DO NOTHING
 RETURNING id
 
--- name: find_unique
-SELECT id FROM tickq_jobs
-WHERE unique_key = :unique_key
-  AND (status IN ('pending', 'running') OR (:unique_scope = 'all' AND unique_scope = 'all'))
-ORDER BY id DESC LIMIT 1
-
 -- name: claim
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
@@ -27,7 +21,7 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING {claimed_columns}
 
--- name: complete
+-- name: succeeded
 -- :pairs is [[id, attempt, duration], ...]; UPDATE ... FROM reads each once (a correlated
 -- look-up per row would cost more than the rest of the statement).
 UPDATE tickq_jobs
@@ -39,29 +33,29 @@ WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
   AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
 RETURNING tickq_jobs.id
 
--- name: retry_later
+-- name: retried
 UPDATE tickq_jobs
 SET status = 'pending', run_after = :run_after, last_error = :error,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
--- name: fail
+-- name: failed
 UPDATE tickq_jobs
 SET status = 'failed', last_error = :error, finished_at = :now, updated_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
--- name: cancel_running
+-- name: cancelled
 UPDATE tickq_jobs
 SET status = 'cancelled', last_error = :error, finished_at = :now, updated_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
--- name: record_attempt
--- Runs just before retry_later / fail / cancel_running, in the same transaction and
+-- name: add_attempt
+-- Runs just before retried / failed / cancelled, in the same transaction and
 -- under the same guard, so an attempt is recorded exactly when its outcome is.
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error, duration)
 SELECT id, attempts, attempted_at, :now, :outcome, :error, :duration FROM tickq_jobs
@@ -84,7 +78,7 @@ RETURNING id
 -- name: any_expired
 SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
 
--- name: record_expired_attempts
+-- name: add_expired_attempts
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
 SELECT id, attempts, attempted_at, :now, 'lease_expired',
        'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
@@ -93,17 +87,15 @@ FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now
 ON CONFLICT DO NOTHING
 
 -- name: rescue_expired
+-- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).
 UPDATE tickq_jobs
-SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
+SET status = {rescued_status},
+    finished_at = CASE WHEN {out_of_attempts} THEN :now END,
     last_error = 'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
         || ' which stopped renewing its lease (crashed, killed or cut off) before finishing',
     run_after = :now, lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE status = 'running' AND lease_expires_at < :now
 RETURNING {job_columns}
-
--- name: get
-SELECT {job_columns} FROM tickq_jobs WHERE id = :id
 
 -- name: list
 SELECT {job_columns} FROM tickq_jobs
@@ -113,16 +105,6 @@ WHERE (:status IS NULL OR status = :status)
   AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC LIMIT :limit
 
--- name: attempts
--- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
-FROM tickq_attempts WHERE job_id = :id
-UNION ALL
-SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
-       CASE WHEN status = 'done' THEN duration END
-FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
-ORDER BY 2
-
 -- name: retry
 UPDATE tickq_jobs
 SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
@@ -130,7 +112,7 @@ SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
--- name: record_cancelled_attempt
+-- name: add_cancelled_attempt
 -- Runs just before cancel, in the same transaction: a running attempt stopped by hand
 -- is kept in the history (its worker's late result is ignored by the guards).
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
@@ -179,23 +161,14 @@ DELETE FROM tickq_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
 -- name: prune
 DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: counts
-SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
-
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
-
--- name: next_due
-SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
 SELECT min(run_after), :now FROM tickq_jobs
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-
--- name: failed_since
-SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
@@ -234,16 +207,9 @@ SET handled_until = excluded.handled_until,
 WHERE tickq_schedules.handled_until = :expected
 RETURNING name
 
--- name: schedule_states
-SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY name
-
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1), :now
-
--- name: failed_attempts_since
-SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
-  AND finished_at >= :since
 
 -- name: totals
 -- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
@@ -282,26 +248,11 @@ WHERE id IN (
     ORDER BY f.id LIMIT :batch)
 RETURNING id
 
--- name: failed_in_window
-SELECT count(*) FROM tickq_jobs
-WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+-- Migration bookkeeping (store/migrate.py) ----------------------------------------------
 
--- name: failed_sample_in_window
-SELECT id, substr(last_error, 1, 4000) FROM tickq_jobs
-WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
-ORDER BY finished_at DESC, id DESC LIMIT :limit
+-- name: migrations_table
+CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL, applied_at TEXT NOT NULL)
 
--- name: failed_attempts_in_window
--- Retry(delay) raised on purpose (e.g. polling) is not a failure worth an alert.
-SELECT count(*) FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
-WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
-  AND a.finished_at >= :start AND a.finished_at < :end
-  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
-
--- name: failed_attempts_sample_in_window
-SELECT a.job_id, substr(a.error, 1, 4000) FROM tickq_attempts a
-JOIN tickq_jobs j ON j.id = a.job_id
-WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
-  AND a.finished_at >= :start AND a.finished_at < :end
-  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
-ORDER BY a.finished_at DESC LIMIT :limit
+-- name: migrations_record
+INSERT INTO tickq_migrations (version, name, applied_at) VALUES (:version, :name, :now)

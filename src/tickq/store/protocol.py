@@ -1,0 +1,172 @@
+"""The ``Store`` protocol: the one seam between tickq and a database.
+
+Its methods are the transitions of ``job.STATE_MACHINE`` plus the reads the drivers, the
+CLI and the dashboard need; every backend passes ``tests/store_contract``. Imported only
+for type checking (``typing`` costs a waking host milliseconds): ``tickq.store.Store``
+loads it on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable, Sequence
+    from datetime import datetime, timedelta
+
+    from ..clock import Clock
+    from ..job import Attempt, Job, NewJob
+    from .plumbing import Wake
+    from .postgres import PostgresStore
+    from .records import Outcome, Recorded, ScheduleMove, TickState
+    from .sqlite import SQLiteStore
+
+
+class Transitions(Protocol):
+    """Every change of a job's status, each guarded by the state it expects."""
+
+    def insert(self, jobs: Sequence[NewJob]) -> list[int]:
+        """New pending jobs; a unique clash yields the existing job's id."""
+
+    def claim(
+        self, owner: str, limit: int, lease_seconds: float, queues: Sequence[str] | None = None
+    ) -> list[Job]:
+        """``claimed``: up to ``limit`` due pending jobs to running under ``owner``'s lease."""
+
+    def record(self, owner: str, outcomes: Sequence[Outcome]) -> Recorded:
+        """``succeeded``/``retried``/``failed``/``cancelled``, each only if ``owner`` still
+        holds that attempt; the rest come back as ``stale`` and change nothing."""
+
+    def record_and_claim(
+        self,
+        owner: str,
+        outcomes: Sequence[Outcome],
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+        durable: bool = True,
+    ) -> tuple[Recorded, list[Job]]:
+        """``record`` then ``claim``, in one transaction."""
+
+    def release(self, owner: str, jobs: Sequence[Job]) -> list[int]:
+        """``released``: back to pending, the attempt not counted; returns the ids moved."""
+
+    def extend_leases(self, owner: str, ids: Sequence[int], lease_seconds: float) -> set[int]:
+        """Push leases forward; returns the ids ``owner`` still holds."""
+
+    def rescue_expired(self) -> list[Job]:
+        """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts)."""
+
+    def retry(self, job_id: int) -> Job:
+        """``retry`` by hand: a failed or cancelled job to pending, due now."""
+
+    def retry_failed(self, job_type: str | None = None, batch: int = 500) -> list[int]:
+        """``retry`` one batch of failed jobs; returns their ids (empty: none left)."""
+
+    def cancel(self, job_id: int) -> Job:
+        """``cancel`` by hand: a pending or running job to cancelled."""
+
+    def prune(
+        self,
+        older_than: timedelta,
+        batch: int = 5000,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """``pruned``: delete jobs finished before now - ``older_than``, keeping totals."""
+
+
+class Reads(Protocol):
+    """What the queue holds, read without changing anything."""
+
+    def now(self) -> datetime:
+        """The time that decides what is due."""
+
+    def get(self, job_id: int) -> Job | None: ...
+
+    def list_jobs(
+        self,
+        status: str | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[Job]: ...
+
+    def attempts(self, job_id: int) -> list[Attempt]: ...
+
+    def due_in(self, queues: Sequence[str] | None = None) -> float | None: ...
+
+    def count_failed(self, job_type: str | None = None) -> int: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def totals(self) -> list[tuple[str, str, str, str, int, float]]: ...
+
+    def failure_summary(
+        self, job_type: str, start: datetime, end: datetime, sample: int = 10
+    ) -> dict[str, Any]: ...
+
+    def due_summary(self) -> tuple[int, datetime | None]: ...
+
+
+class Ticks(Protocol):
+    """What a tick reads, and schedule cursors moved with the jobs they enqueue."""
+
+    def start_tick(self) -> TickState: ...
+
+    def tick_state(self) -> TickState: ...
+
+    def tick_backlog(self) -> tuple[int, datetime | None, datetime]: ...
+
+    def enqueue_schedules(self, moves: Sequence[ScheduleMove]) -> list[dict[str, int] | None]: ...
+
+    def schedule_states(self) -> list[dict[str, Any]]: ...
+
+    def last_tick(self) -> tuple[datetime | None, int, datetime]: ...
+
+
+class Lifecycle(Protocol):
+    """The schema, connections, and waking workers."""
+
+    clock: Clock
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgres``: which named queries it runs."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def can_listen(self) -> bool:
+        """True when ``listen`` hears other processes' enqueues."""
+
+    @property
+    def transaction_pooled(self) -> bool:
+        """True behind a transaction pooler (LISTEN there hears nothing)."""
+
+    def migrate(self) -> list[int]: ...
+
+    def schema_sql(self) -> str: ...
+
+    def subscribe(self, wake: Wake) -> None: ...
+
+    def unsubscribe(self, wake: Wake) -> None: ...
+
+    def direct_url(self, url: str) -> str: ...
+
+    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None: ...
+
+    def drop_connection(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Store(Transitions, Reads, Ticks, Lifecycle, Protocol):
+    """A backend: ``SQLiteStore`` and ``PostgresStore`` implement it."""
+
+
+def _conforms(sqlite: SQLiteStore, postgres: PostgresStore) -> tuple[Store, Store]:
+    """Never called: the type checker proves here that both backends are ``Store``s."""
+    return sqlite, postgres

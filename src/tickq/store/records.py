@@ -1,0 +1,102 @@
+"""The values that cross the store's seam: an attempt's outcome, what ``record`` applied,
+what a tick reads first, and a schedule cursor's move."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..job import OUTCOMES, Frozen, Job, NewJob
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Literal
+
+    OutcomeKind = Literal["succeeded", "retried", "failed", "cancelled", "stale"]
+
+
+class Outcome(Frozen):
+    """What one attempt came to: ``kind`` is one of ``job.OUTCOMES`` (the transition
+    ``record`` applies), or ``stale`` for a job handed back without running."""
+
+    __slots__ = ()
+    _fields = ("job", "kind", "error", "delay", "duration")
+
+    if TYPE_CHECKING:
+        job: Job
+        kind: OutcomeKind
+        error: str | None
+        delay: float
+        duration: float
+
+    def __new__(
+        cls, job: Job, kind: OutcomeKind, error: str | None = None, delay: float = 0.0,
+        duration: float = 0.0,
+    ) -> Outcome:  # fmt: skip
+        return tuple.__new__(cls, (job, kind, error, delay, duration))
+
+
+RECORDED_FIELDS = (*OUTCOMES, "stale")
+"""The outcomes ``record`` sorts jobs into, named as the cycle's report counts them."""
+
+
+class Recorded:
+    """Which outcomes the store applied; ``stale`` lost their lease before finishing."""
+
+    __slots__ = ("cancelled", "failed", "retried", "stale", "succeeded")
+
+    def __init__(self) -> None:
+        self.succeeded: list[Job] = []
+        self.retried: list[Job] = []
+        self.failed: list[Job] = []
+        self.cancelled: list[Job] = []
+        self.stale: list[Job] = []
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in RECORDED_FIELDS)
+        return f"Recorded({shown})"
+
+
+class TickState(Frozen):
+    """What a tick reads before it starts: the time, the backlog and schedule cursors."""
+
+    __slots__ = ()
+    _fields = ("now", "due", "earliest_pending", "cursors")
+    _docs = {
+        "due": "Pending jobs due now.",
+        "earliest_pending": "When the next job comes due: the earliest pending ``run_after``"
+        " or running job's lease expiry (it comes back then if its worker died).",
+        "cursors": "Schedule name -> ``handled_until``: every slot at or before it is enqueued.",
+    }
+
+    if TYPE_CHECKING:
+        now: datetime
+        due: int
+        earliest_pending: datetime | None
+        cursors: dict[str, datetime]
+
+    def __new__(
+        cls, now: datetime, due: int, earliest_pending: datetime | None,
+        cursors: dict[str, datetime],
+    ) -> TickState:  # fmt: skip
+        return tuple.__new__(cls, (now, due, earliest_pending, cursors))
+
+
+class ScheduleMove(Frozen):
+    """Move one schedule's cursor from ``expected`` to ``handled_until`` with its jobs."""
+
+    __slots__ = ()
+    _fields = ("name", "expected", "handled_until", "last_slot", "jobs")
+
+    if TYPE_CHECKING:
+        name: str
+        expected: datetime | None
+        handled_until: datetime
+        last_slot: datetime | None
+        jobs: Sequence[NewJob]
+
+    def __new__(
+        cls, name: str, expected: datetime | None, handled_until: datetime,
+        last_slot: datetime | None, jobs: Sequence[NewJob],
+    ) -> ScheduleMove:  # fmt: skip
+        return tuple.__new__(cls, (name, expected, handled_until, last_slot, jobs))

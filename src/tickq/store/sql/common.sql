@@ -1,0 +1,67 @@
+-- Named queries the same in every dialect (loaded before sql/<dialect>.sql, which may not
+-- repeat a name). The others differ for reasons of dialect, not taste: Postgres takes
+-- "now" from the database clock (COALESCE(CAST(:now AS timestamptz), now())) and casts
+-- NULL parameters; it passes lists as arrays where SQLite reads JSON (json_each); and it
+-- writes a finish and its attempt row in one statement (a CTE) where SQLite runs two.
+
+-- name: find_unique
+SELECT id FROM tickq_jobs
+WHERE unique_key = :unique_key
+  AND (status IN ('pending', 'running') OR (:unique_scope = 'all' AND unique_scope = 'all'))
+ORDER BY id DESC LIMIT 1
+
+-- name: get
+SELECT {job_columns} FROM tickq_jobs WHERE id = :id
+
+-- name: attempts
+-- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
+SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
+FROM tickq_attempts WHERE job_id = :id
+UNION ALL
+SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
+       CASE WHEN status = 'done' THEN duration END
+FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
+ORDER BY 2
+
+-- name: counts
+SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
+
+-- name: next_due
+SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+
+-- name: failed_since
+SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND finished_at >= :since
+
+-- name: schedule_states
+SELECT name, handled_until, last_slot, updated_at FROM tickq_schedules ORDER BY name
+
+-- name: failed_attempts_since
+SELECT count(*) FROM tickq_attempts WHERE outcome IN ('error', 'lease_expired')
+  AND finished_at >= :since
+
+-- name: failed_in_window
+SELECT count(*) FROM tickq_jobs
+WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+
+-- name: failed_sample_in_window
+SELECT id, substr(last_error, 1, 4000) FROM tickq_jobs
+WHERE type = :type AND status = 'failed' AND finished_at >= :start AND finished_at < :end
+ORDER BY finished_at DESC, id DESC LIMIT :limit
+
+-- name: failed_attempts_in_window
+-- Retry(delay) raised on purpose (e.g. polling) is not a failure worth an alert.
+SELECT count(*) FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
+WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
+  AND a.finished_at >= :start AND a.finished_at < :end
+  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
+
+-- name: failed_attempts_sample_in_window
+SELECT a.job_id, substr(a.error, 1, 4000) FROM tickq_attempts a
+JOIN tickq_jobs j ON j.id = a.job_id
+WHERE j.type = :type AND a.outcome IN ('error', 'lease_expired')
+  AND a.finished_at >= :start AND a.finished_at < :end
+  AND (a.error IS NULL OR a.error NOT LIKE 'Retry:%')
+ORDER BY a.finished_at DESC LIMIT :limit
+
+-- name: migrations_applied
+SELECT version FROM tickq_migrations

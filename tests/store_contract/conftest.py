@@ -1,0 +1,55 @@
+"""The store contract: what every backend must do, run against real SQLite and Postgres.
+
+Each test talks to the store only through the ``Store`` protocol, on a fresh migrated
+database (``db_url`` from tests/conftest.py) and a frozen clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tickq import FrozenClock, Job, JobState
+from tickq.job import NewJob
+from tickq.store import Outcome, SqlStore, open_store
+
+OWNER = "worker-a"
+LEASE = 30.0
+
+
+@pytest.fixture
+def store(db_url: str, clock: FrozenClock) -> Iterator[SqlStore]:
+    s = open_store(db_url, clock)
+    s.migrate()
+    yield s
+    s.close()
+
+
+def new_job(
+    type: str = "send",
+    max_attempts: int = 3,
+    unique_key: str | None = None,
+    unique_scope: str | None = None,
+    queue: str = "default",
+    priority: int = 0,
+) -> NewJob:
+    scope = unique_scope or ("active" if unique_key else None)
+    return NewJob(type, '{"n": 1}', queue, priority, max_attempts, None, unique_key, scope)
+
+
+def job_in(store: SqlStore, state: JobState, max_attempts: int = 3) -> Job:
+    """A new job brought to ``state`` by the store's own transitions."""
+    [job_id] = store.insert([new_job(max_attempts=max_attempts)])
+    if state is JobState.CANCELLED:
+        return store.cancel(job_id)
+    if state is not JobState.PENDING:
+        [claimed] = store.claim(OWNER, 1, LEASE)
+        assert claimed.id == job_id
+        if state is JobState.RUNNING:
+            return claimed
+        kind = "succeeded" if state is JobState.DONE else "failed"
+        store.record(OWNER, [Outcome(claimed, kind, None if kind == "succeeded" else "E: x")])
+    got = store.get(job_id)
+    assert got is not None and got.status is state
+    return got
