@@ -5,6 +5,7 @@ in the same transaction as the change that caused them, retried with growing del
 marked failed loudly. See https://pypi.org/project/tickq/ and the README.
 """
 
+from ._version import __version__
 from .clock import FrozenClock
 from .context import JobContext, current_job
 from .errors import (
@@ -21,8 +22,6 @@ from .errors import (
 )
 from .job import Job, JobState
 from .queue import Queue
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Cancel",

@@ -5,25 +5,17 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from .clock import SystemClock, require_aware
+from .clock import SystemClock
 from .cycle import run_cycle
-from .errors import ConfigurationError, UnknownJobType
-from .job import Frozen, NewJob
-from .job_options import (
-    check_max_attempts,
-    check_priority,
-    check_queue,
-    check_text,
-    check_unique_key,
-    check_unique_scope,
-)
-from .lease import LeaseKeeper
+from .errors import ConfigurationError
+from .job_options import check_max_attempts, check_priority, check_queue
 from .logger import log
-from .payload import dump_payload
 from .redact import redact_url
+from .registry import JobDefinition, Registry, define
 from .retry import as_backoff
-from .signature import is_async, parameters, payload_names, signature_text
+from .runtime import Runtime
 from .store import open_store
+from .web_apps import WebFactories
 
 # typing, dataclasses and schedule (cronsim) cost a waking host milliseconds of import:
 # imported for type checkers only, or when first needed.
@@ -31,17 +23,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Iterable, Mapping, Sequence
-    from typing import Any, Generic, ParamSpec, TypeVar, Unpack, overload
+    from typing import Any, Generic, ParamSpec, TypeVar, overload
 
     from .alerts import Alerts, Sink
     from .clock import Clock
-    from .job import Attempt, Job
+    from .job import Attempt, Job, NewJob
+    from .lease import LeaseKeeper
     from .retry import Backoff
     from .schedule import ScheduleDefinition
     from .store import SqlStore
-    from .web.asgi import AsgiApp
-    from .web.endpoint import Endpoint, EndpointSettings
-    from .web.wsgi import WsgiApp
 
     P = ParamSpec("P")
     R = TypeVar("R")
@@ -63,83 +53,10 @@ else:
 
 DEFAULT_URL = "sqlite:///tickq.db"
 DATABASE_ENV = "TICKQ_DATABASE_URL"
-RESERVED_PARAMS = ("conn",)
 # Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
 # otherwise tickq.alerts isn't imported at all, which a waking host would pay for.
 ALERT_ENV = ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO")
 DEFAULT_MAX_CATCH_UP = 100  # tickq.schedule.DEFAULT_MAX_CATCH_UP (a test keeps them equal)
-
-
-class JobDefinition(Frozen):
-    """How to run one job type; built by ``@q.job``."""
-
-    __slots__ = ()
-    _fields = ("name", "fn", "max_attempts", "backoff", "queue", "priority", "timeout",
-               "max_delay", "is_async", "context_param", "accepted", "required")  # fmt: skip
-    _docs = {"accepted": "Keyword names the function takes; None: it takes **kwargs."}
-
-    if TYPE_CHECKING:
-        name: str
-        fn: Callable[..., Any]
-        max_attempts: int
-        backoff: Backoff
-        queue: str
-        priority: int
-        timeout: float | None
-        max_delay: timedelta | None
-        is_async: bool
-        context_param: str | None
-        accepted: frozenset[str] | None
-        required: frozenset[str]
-
-    def __new__(
-        cls,
-        name: str,
-        fn: Callable[..., Any],
-        max_attempts: int,
-        backoff: Backoff,
-        queue: str,
-        priority: int,
-        timeout: float | None,
-        max_delay: timedelta | None,
-        is_async: bool,
-        context_param: str | None,
-        accepted: frozenset[str] | None = None,
-        required: frozenset[str] = frozenset(),
-    ) -> JobDefinition:
-        return tuple.__new__(cls, (
-            name, fn, max_attempts, backoff, queue, priority, timeout, max_delay, is_async,
-            context_param, accepted, required,
-        ))  # fmt: skip
-
-    @property
-    def effective_max_delay(self) -> timedelta:
-        """How late an enqueued job may start: ``max_delay``, else ``DEFAULT_MAX_DELAY``."""
-        from .schedule import DEFAULT_MAX_DELAY
-
-        return self.max_delay or DEFAULT_MAX_DELAY
-
-    def check_payload(self, payload: Mapping[str, Any]) -> None:
-        """Raise ``TypeError`` now if the job function could never accept ``payload``, or a
-        value doesn't fit a simple annotation (``a="1"`` for ``a: int``)."""
-        from .hints import mismatch
-
-        problem = self.unfit(payload) or mismatch(self.fn, payload)  # type: ignore[arg-type]
-        if problem:
-            raise TypeError(
-                f"payload does not fit job {self.name!r}{signature_text(self.fn)}: {problem}"
-            )
-
-    def unfit(self, payload: Mapping[str, Any]) -> str | None:
-        """What keeps the function from ever taking ``payload`` as keywords, or None."""
-        keys = payload.keys()
-        unexpected = sorted(keys - self.accepted) if self.accepted is not None else []
-        missing = sorted(self.required - keys)
-        problems = [f"unexpected {', '.join(map(repr, unexpected))}"] if unexpected else []
-        problems += [f"missing {', '.join(map(repr, missing))}"] if missing else []
-        if self.accepted is None and self.context_param in keys:  # **kwargs would lose it
-            problems.append(f"{self.context_param!r} is the name of its JobContext parameter")
-        return "; ".join(problems) or None
 
 
 class JobFunction(_Generic[P, R]):
@@ -183,7 +100,7 @@ class _BoundEnqueue:
         return await self.fn.queue.enqueue_async(self.fn.name, payload, conn=conn, **self.options)
 
 
-class Queue:
+class Queue(WebFactories):
     """Durable jobs in your app's own database.
 
     >>> q = Queue("sqlite:///app.db")   # or postgresql://user@host:5432/db
@@ -212,19 +129,13 @@ class Queue:
         if lease_seconds < 3:
             raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
         self.url = database_url(url)
-        self.store: SqlStore = open_store(self.url, clock or SystemClock())
-        self.lease_seconds = float(lease_seconds)
-        self.strict = strict
-        self._definitions: dict[str, JobDefinition] = {}
-        self.schedules: dict[str, ScheduleDefinition] = {}
-        self._failure_hooks: list[FailureHook] = []
-        self._retry_hooks: list[FailureHook] = []
+        self.registry = Registry()
+        self.runtime = Runtime(open_store(self.url, clock or SystemClock()), self.registry,
+                               float(lease_seconds), strict, lambda: self.alerts)  # fmt: skip
         if callable(on_failure):
-            self._failure_hooks.append(on_failure)
+            self.runtime.failure_hooks.append(on_failure)
         elif on_failure is not None:
-            self._failure_hooks.extend(on_failure)
-        self._owner: tuple[int, str] | None = None
-        self._keeper: tuple[int, LeaseKeeper] | None = None
+            self.runtime.failure_hooks.extend(on_failure)
         self._alerts: Alerts | None = None
         if alerts is not None or any(os.environ.get(name) for name in ALERT_ENV):
             from .alerts import configure_alerts
@@ -242,7 +153,30 @@ class Queue:
 
     def __repr__(self) -> str:
         shown = redact_url(self.url)
-        return f"<tickq.Queue {self.store.dialect} {shown!r} jobs={sorted(self._definitions)}>"
+        return f"<tickq.Queue {self.store.dialect} {shown!r} jobs={sorted(self.job_names())}>"
+
+    @property
+    def store(self) -> SqlStore:
+        """The database seam: every read and transition goes through it."""
+        return self.runtime.store
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.runtime.lease_seconds
+
+    @property
+    def strict(self) -> bool:
+        """Refuse to enqueue job types this process has not registered."""
+        return self.runtime.strict
+
+    @strict.setter
+    def strict(self, strict: bool) -> None:
+        self.runtime.strict = strict
+
+    @property
+    def schedules(self) -> dict[str, ScheduleDefinition]:
+        """The registered schedules, by name."""
+        return self.runtime.schedules
 
     @property
     def clock(self) -> Clock:
@@ -257,17 +191,11 @@ class Queue:
     @property
     def owner(self) -> str:
         """Who holds the leases this process takes: host, pid and a random tag."""
-        pid = os.getpid()
-        if self._owner is None or self._owner[0] != pid:
-            self._owner = (pid, f"{_hostname()}:{pid}:{os.urandom(4).hex()}")
-        return self._owner[1]
+        return self.runtime.owner
 
     @property
     def lease_keeper(self) -> LeaseKeeper:
-        pid = os.getpid()
-        if self._keeper is None or self._keeper[0] != pid:
-            self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
-        return self._keeper[1]
+        return self.runtime.lease_keeper
 
     # -- declaring jobs -----------------------------------------------------------------
     if TYPE_CHECKING:
@@ -316,63 +244,39 @@ class Queue:
         policy = as_backoff(backoff)
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
-            definition = self._define(f, name, max_attempts, policy, queue, priority, timeout,
-                                      max_delay)  # fmt: skip
-            self._definitions[definition.name] = definition
+            self.registry.check_new(name or f.__name__)
+            definition = define(f, name, max_attempts, policy, queue, priority, timeout,
+                                max_delay)  # fmt: skip
+            self.registry.add(definition)
             return JobFunction(self, definition)
 
         return register(fn) if fn is not None else register
 
-    def _define(self, f: Callable[..., Any], name: str | None, max_attempts: int,
-                backoff: Backoff, queue: str, priority: int, timeout: float | None,
-                max_delay: timedelta | None) -> JobDefinition:  # fmt: skip
-        from .context import JobContext
-
-        job_name = name or f.__name__
-        if job_name in self._definitions:
-            raise ConfigurationError(f"a job named {job_name!r} is already registered")
-        params = parameters(f)
-        for reserved in RESERVED_PARAMS:
-            if any(p[0] == reserved for p in params):
-                raise ConfigurationError(
-                    f"job {job_name!r} has a parameter named {reserved!r}, which .enqueue() "
-                    "reserves for the caller's connection; rename the parameter"
-                )
-        context_param = next(
-            (name for name, _, _, note in params if note in (JobContext, "JobContext")), None
-        )
-        accepted, required = payload_names(params, context_param)
-        return JobDefinition(
-            name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
-            priority=priority, timeout=timeout, max_delay=max_delay, is_async=is_async(f),
-            context_param=context_param, accepted=accepted, required=required,
-        )  # fmt: skip
-
     def definition(self, job_type: str) -> JobDefinition | None:
-        return self._definitions.get(job_type)
+        """How this process runs ``job_type``, or None."""
+        return self.registry.definition(job_type)
 
     def job_names(self) -> list[str]:
-        return list(self._definitions)
+        """The registered job types."""
+        return self.registry.job_names()
 
     def on_failure(self, hook: FailureHook) -> FailureHook:
         """Register ``hook(job)`` to run when a job reaches ``failed``; usable as decorator."""
-        self._failure_hooks.append(hook)
+        self.runtime.failure_hooks.append(hook)
         return hook
 
     def notify_failed(self, job: Job) -> None:
         """Run failure hooks; a hook that raises is logged and never stops the caller."""
-        log.error("job %s %s failed after %s attempt(s): %s", job.id, job.type, job.attempts,
-                  (job.last_error or "").split("\n", 1)[0])  # fmt: skip
-        _run_hooks(self._failure_hooks, job)
+        self.runtime.notify_failed(job)
 
     def on_retry(self, hook: FailureHook) -> FailureHook:
         """Register ``hook(job)`` to run after a failed attempt that will be retried."""
-        self._retry_hooks.append(hook)
+        self.runtime.retry_hooks.append(hook)
         return hook
 
     def notify_retried(self, job: Job) -> None:
         """Run retry hooks (a failed attempt, retried later); a hook that raises is logged."""
-        _run_hooks(self._retry_hooks, job)
+        self.runtime.notify_retried(job)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[int]:
@@ -398,49 +302,11 @@ class Queue:
         meta: Mapping[str, Any] | None = None,
     ) -> NewJob:
         """Validate one job and return the row to insert (no I/O)."""
-        definition = self._definitions.get(job_type)
-        if definition is None and self.strict:
-            known = ", ".join(sorted(self._definitions)) or "none"
-            raise UnknownJobType(
-                f"no job type {job_type!r} is registered (registered: {known}); decorate "
-                "the function with @q.job, or use Queue(strict=False) to enqueue types "
-                "that another process handles"
-            )
-        check_text("job type", job_type)
-        unique_scope = check_unique_scope(unique_scope)
-        payload_json = dump_payload(payload, job_type)
-        if definition is not None:
-            definition.check_payload(payload or {})
-        import json
-
-        return NewJob(
-            type=job_type, payload_json=payload_json,
-            queue=check_queue(queue) if queue is not None else (
-                definition.queue if definition else "default"),
-            priority=check_priority(priority) if priority is not None else (
-                definition.priority if definition else 0),
-            max_attempts=check_max_attempts(max_attempts) if max_attempts is not None else (
-                definition.max_attempts if definition else 4),
-            run_after=self._run_after(run_after), unique_key=check_unique_key(unique_key),
-            unique_scope=unique_scope if unique_key is not None else None,
-            meta_json=json.dumps(dict(meta)) if meta else None,
+        return self.runtime.new_job(
+            job_type, payload, run_after=run_after, unique_key=unique_key,
+            unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts, meta=meta,
         )  # fmt: skip
-
-    def _run_after(self, run_after: datetime | timedelta | None) -> datetime | None:
-        if run_after is None:
-            return None
-        if isinstance(run_after, timedelta):
-            try:
-                return self.clock.now() + run_after
-            except OverflowError:
-                raise ConfigurationError(
-                    f"run_after {run_after!r} from now is past the year 9999"
-                ) from None
-        if isinstance(run_after, datetime):
-            return require_aware(run_after, "run_after")
-        raise TypeError(
-            f"run_after must be a datetime or timedelta, got {type(run_after).__name__}"
-        )
 
     def enqueue(
         self,
@@ -522,11 +388,8 @@ class Queue:
         return self.insert(rows, conn)
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
-        if conn is None:
-            return self.store.insert(jobs)
-        from .store.foreign import insert_on
-
-        return insert_on(self.store, conn, jobs)
+        """Store validated rows (``new_job``); ``conn=`` joins the caller's transaction."""
+        return self.runtime.insert(jobs, conn)
 
     # -- processing ---------------------------------------------------------------------
     def process_jobs(
@@ -543,7 +406,7 @@ class Queue:
         ``stale`` (finished after losing their lease; not recorded), ``released`` and
         ``duration_ms``. With ``time_budget`` (seconds) no job is started once it is spent.
         """
-        return run_cycle(self, limit, time_budget, queues)
+        return run_cycle(self.runtime, limit, time_budget, queues)
 
     def run_worker(
         self,
@@ -579,7 +442,7 @@ class Queue:
             handler = log_to_stderr(log_format)
         try:
             return Worker(
-                self, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
+                self.runtime, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
                 grace=grace, stop=stop, listen_url=listen_url,
             ).run()  # fmt: skip
         finally:
@@ -671,8 +534,7 @@ class Queue:
     def close(self) -> None:
         """Close this thread's database connection. The Queue stays usable: the next call
         connects again, and leases of jobs still running elsewhere keep being renewed."""
-        if self._keeper is not None:
-            self._keeper[1].idle()
+        self.runtime.idle()
         self.store.close()
 
     # -- schedules and the tick (hosts that sleep) --------------------------------------
@@ -735,7 +597,7 @@ class Queue:
                 try:
                     _callable_without_arguments(job.definition)
                 except ConfigurationError:
-                    del self._definitions[job.name]
+                    self.registry.remove(job.name)
                     raise
             self.schedules[definition.name] = definition
             return job
@@ -753,13 +615,13 @@ class Queue:
         """
         from .tick import run_tick
 
-        return run_tick(self, limit, time_budget)
+        return run_tick(self.runtime, limit, time_budget)
 
     def enqueue_schedules(self) -> list[dict[str, Any]]:
         """Enqueue the schedule slots that have come due, without running anything."""
         from .tick import enqueue_schedules
 
-        return enqueue_schedules(self)
+        return enqueue_schedules(self.runtime)
 
     def health(
         self, expected_interval: timedelta = timedelta(minutes=15), *, alert: bool = True
@@ -771,46 +633,7 @@ class Queue:
         """
         from .tick import tick_health
 
-        return tick_health(self, expected_interval, alert=alert)
-
-    def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
-        """The framework-free tick and health endpoints behind every adapter below."""
-        from .web.endpoint import Endpoint, EndpointOptions
-
-        return Endpoint(self, EndpointOptions(**options))
-
-    def asgi_app(self, **options: Unpack[EndpointSettings]) -> AsgiApp:
-        """An ASGI app with ``POST /api/cron/tick`` and ``GET /api/cron/health``.
-
-        The tick needs ``Authorization: Bearer $CRON_SECRET`` (``$CRON_SECRET_PREVIOUS`` is
-        accepted too, for rotation); without a secret configured it answers 503 and runs
-        nothing. Options: ``path``, ``health_path``, ``secret``, ``previous_secret``,
-        ``allow_get`` (Vercel Cron calls with GET), ``limit``, ``max_limit`` (cap of
-        ``?limit=``), ``time_budget``, ``expected_interval`` (health fails after twice
-        that), ``max_wait`` (``?strict=1`` answers 500 past it, or on new failures) and
-        ``heartbeat_url`` (default ``$TICKQ_HEARTBEAT_URL``).
-        """
-        from .web.asgi import AsgiApp
-
-        return AsgiApp(self.endpoint(**options))
-
-    def wsgi_app(self, **options: Unpack[EndpointSettings]) -> WsgiApp:
-        """The same endpoints as a WSGI app; options as for ``asgi_app``."""
-        from .web.wsgi import WsgiApp
-
-        return WsgiApp(self.endpoint(**options))
-
-    def flask_blueprint(self, name: str = "tickq", **options: Unpack[EndpointSettings]) -> Any:
-        """The same endpoints as a Flask blueprint; options as for ``asgi_app``."""
-        from .web.flask import blueprint
-
-        return blueprint(self.endpoint(**options), name)
-
-    def django_urls(self, **options: Unpack[EndpointSettings]) -> list[Any]:
-        """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""
-        from .web.django import urls
-
-        return urls(self.endpoint(**options))
+        return tick_health(self.runtime, expected_interval, alert=alert)
 
 
 def database_url(url: str | None) -> str:
@@ -849,20 +672,3 @@ def _callable_without_arguments(definition: JobDefinition) -> None:
             f"scheduled job {definition.name!r} is called with no arguments, but its "
             "function requires some; give them defaults (a JobContext parameter is fine)"
         ) from None
-
-
-def _hostname() -> str:
-    try:
-        return os.uname().nodename
-    except AttributeError:  # Windows
-        import platform
-
-        return platform.node()
-
-
-def _run_hooks(hooks: Sequence[FailureHook], job: Job) -> None:
-    for hook in hooks:
-        try:
-            hook(job)
-        except Exception:
-            log.exception("tickq hook %r raised for job %s", hook, job.id)
