@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from .clock import SystemClock
 from .cycle import run_cycle
+from .database import database_url
+from .enqueueing import Enqueueing
 from .errors import ConfigurationError
+from .inspection import Inspection
 from .job_options import check_max_attempts, check_priority, check_queue
-from .logger import log
 from .redact import redact_url
 from .registry import JobDefinition, Registry, define
 from .retry import as_backoff
@@ -22,12 +24,12 @@ from .web_apps import WebFactories
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any, Generic, ParamSpec, TypeVar, overload
 
     from .alerts import Alerts, Sink
     from .clock import Clock
-    from .job import Attempt, Job, NewJob
+    from .job import Job
     from .lease import LeaseKeeper
     from .retry import Backoff
     from .schedule import ScheduleDefinition
@@ -51,8 +53,6 @@ else:
             return cls
 
 
-DEFAULT_URL = "sqlite:///tickq.db"
-DATABASE_ENV = "TICKQ_DATABASE_URL"
 # Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
 # otherwise tickq.alerts isn't imported at all, which a waking host would pay for.
 ALERT_ENV = ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO")
@@ -100,7 +100,7 @@ class _BoundEnqueue:
         return await self.fn.queue.enqueue_async(self.fn.name, payload, conn=conn, **self.options)
 
 
-class Queue(WebFactories):
+class Queue(Enqueueing, Inspection, WebFactories):
     """Durable jobs in your app's own database.
 
     >>> q = Queue("sqlite:///app.db")   # or postgresql://user@host:5432/db
@@ -287,110 +287,6 @@ class Queue(WebFactories):
         """The schema as SQL, for Alembic / Django migrations or a DBA."""
         return self.store.schema_sql()
 
-    # -- enqueue ------------------------------------------------------------------------
-    def new_job(
-        self,
-        job_type: str,
-        payload: Mapping[str, Any] | None = None,
-        *,
-        run_after: datetime | timedelta | None = None,
-        unique_key: str | None = None,
-        unique_scope: str = "active",
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> NewJob:
-        """Validate one job and return the row to insert (no I/O)."""
-        return self.runtime.new_job(
-            job_type, payload, run_after=run_after, unique_key=unique_key,
-            unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts, meta=meta,
-        )  # fmt: skip
-
-    def enqueue(
-        self,
-        job_type: str,
-        payload: Mapping[str, Any] | None = None,
-        *,
-        conn: Any = None,
-        run_after: datetime | timedelta | None = None,
-        unique_key: str | None = None,
-        unique_scope: str = "active",
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-    ) -> int:
-        """Store one job and return its id.
-
-        With ``conn=`` the job is inserted in that connection's open transaction: commit and
-        the job exists, roll back and it never did. With ``unique_key`` a second enqueue
-        while one is pending or running (``unique_scope="all"``: while one exists at all)
-        returns the existing job's id instead of adding another.
-
-        The job receives exactly ``payload``, or nothing is stored: a value JSON would
-        change or can't carry, a payload that doesn't fit the function (names, simple
-        annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
-        or option, the same on every backend (see docs/payloads.md).
-        """
-        job = self.new_job(
-            job_type, payload, run_after=run_after, unique_key=unique_key,
-            unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts,
-        )  # fmt: skip
-        return self.insert([job], conn)[0]
-
-    async def enqueue_async(
-        self,
-        job_type: str,
-        payload: Mapping[str, Any] | None = None,
-        *,
-        conn: Any = None,
-        run_after: datetime | timedelta | None = None,
-        unique_key: str | None = None,
-        unique_scope: str = "active",
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-    ) -> int:
-        """``enqueue`` for async code: ``conn=`` takes a psycopg ``AsyncConnection`` or a
-        SQLAlchemy ``AsyncConnection`` / ``AsyncSession``."""
-        job = self.new_job(
-            job_type, payload, run_after=run_after, unique_key=unique_key,
-            unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts,
-        )  # fmt: skip
-        if conn is None:
-            import asyncio
-
-            return (await asyncio.to_thread(self.insert, [job]))[0]
-        from .store.foreign import insert_on_async
-
-        return (await insert_on_async(self.store, conn, [job]))[0]
-
-    def enqueue_many(
-        self,
-        jobs: Iterable[
-            tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], dict[str, Any]]
-        ],
-        *,
-        conn: Any = None,
-    ) -> list[int]:
-        """Store many jobs at once: ``[(type, payload), (type, payload, {options}), ...]``.
-
-        One statement per chunk of 1,000 on Postgres, one transaction on SQLite; returns
-        the ids in input order. All or nothing: an invalid job stores none of them.
-        """
-        rows = []
-        for item in jobs:
-            job_type, payload, *rest = item
-            rows.append(self.new_job(job_type, payload, **(rest[0] if rest else {})))
-        return self.insert(rows, conn)
-
-    def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
-        """Store validated rows (``new_job``); ``conn=`` joins the caller's transaction."""
-        return self.runtime.insert(jobs, conn)
-
     # -- processing ---------------------------------------------------------------------
     def process_jobs(
         self,
@@ -450,86 +346,6 @@ class Queue(WebFactories):
                 from .logfmt import stop_logging
 
                 stop_logging(handler)
-
-    # -- inspection and manual transitions ----------------------------------------------
-    def get_job(self, job_id: int) -> Job | None:
-        """The job with this id, or None."""
-        return self.store.get(job_id)
-
-    def attempts(self, job_id: int) -> list[Attempt]:
-        """Every attempt of a job, oldest first: start, end, outcome and error.
-
-        ``outcome`` is ``error``, ``cancelled`` or ``lease_expired`` for attempts that did
-        not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
-        ``done`` for the successful one and ``running`` for one in progress.
-        """
-        return self.store.attempts(job_id)
-
-    def list_jobs(
-        self,
-        status: str | None = None,
-        type: str | None = None,
-        queue: str | None = None,
-        limit: int = 50,
-        before_id: int | None = None,
-    ) -> list[Job]:
-        """Jobs newest first, filtered; page with ``before_id`` = last id seen."""
-        return self.store.list_jobs(status, type, queue, limit, before_id)
-
-    def retry(self, job_id: int) -> Job:
-        """Put a failed or cancelled job back to pending, due now."""
-        return self.store.retry(job_id)
-
-    def retry_failed(
-        self,
-        type: str | None = None,
-        *,
-        batch: int = 500,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> int:
-        """Put every failed job (of ``type``, when given) back to pending, in batches.
-
-        Returns how many were retried; ``progress(done, total)`` runs after each batch.
-        A failed job whose ``unique_key`` an active job holds stays failed.
-        """
-        if batch < 1:
-            raise ConfigurationError(f"batch must be >= 1, got {batch}")
-        total, done = self.store.count_failed(type), 0
-        while ids := self.store.retry_failed(type, batch):
-            done += len(ids)
-            if progress is not None:
-                progress(done, max(total, done))
-        return done
-
-    def cancel(self, job_id: int) -> Job:
-        """Cancel a pending or running job (a running one finishes but changes nothing)."""
-        return self.store.cancel(job_id)
-
-    def prune(
-        self,
-        older_than: timedelta = timedelta(days=7),
-        *,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Delete done, failed and cancelled jobs finished more than ``older_than`` ago.
-
-        Their attempts go with them; processed totals keep counting them.
-        ``progress(deleted_so_far)`` runs after each batch of 5,000.
-        """
-        if older_than < timedelta(0):
-            raise ConfigurationError(f"older_than must be >= 0, got {older_than}")
-        return self.store.prune(older_than, progress=progress)
-
-    def stats(self) -> dict[str, Any]:
-        """What the queue holds and has done, as a JSON-ready dict.
-
-        ``by_status``, ``by_queue`` and ``by_type`` (job counts), ``due`` and
-        ``oldest_due_age_seconds``, ``failed_last_hour`` (jobs that reached failed),
-        ``failed_attempts_last_hour``, ``processed[queue][type][outcome]`` (every finished
-        attempt, pruned ones included) and ``duration_seconds[queue][type]`` (``count``,
-        ``sum`` and cumulative ``buckets``): the same figures ``tickq.metrics`` exports.
-        """
-        return self.store.stats()
 
     def close(self) -> None:
         """Close this thread's database connection. The Queue stays usable: the next call
@@ -634,34 +450,6 @@ class Queue(WebFactories):
         from .tick import tick_health
 
         return tick_health(self.runtime, expected_interval, alert=alert)
-
-
-def database_url(url: str | None) -> str:
-    """The URL given, else ``$TICKQ_DATABASE_URL``, else ``sqlite:///tickq.db``; never ''."""
-    if url is not None:
-        if not isinstance(url, str):
-            raise ConfigurationError(
-                f"the database URL must be a str like 'sqlite:///app.db', got {type(url).__name__}"
-            )
-        if not url.strip():
-            raise ConfigurationError(
-                f"the database URL is empty ({url!r}): pass one, e.g. Queue('sqlite:///app.db') "
-                f"or Queue('postgresql://user@host:5432/db'), or call Queue() to read "
-                f"${DATABASE_ENV} (else {DEFAULT_URL})"
-            )
-        return url.strip()
-    found = os.environ.get(DATABASE_ENV)
-    if found is not None and not found.strip():
-        raise ConfigurationError(
-            f"${DATABASE_ENV} is set but empty: set it to the database URL, or unset it to "
-            f"use {DEFAULT_URL}"
-        )
-    if found:
-        log.info("tickq uses the database in $%s: %s", DATABASE_ENV, redact_url(found.strip()))
-        return found.strip()
-    log.info("tickq uses %s (./tickq.db in %s): no URL given and $%s is not set",
-             DEFAULT_URL, os.getcwd(), DATABASE_ENV)  # fmt: skip
-    return DEFAULT_URL
 
 
 def _callable_without_arguments(definition: JobDefinition) -> None:
