@@ -7,11 +7,14 @@ from datetime import timedelta
 
 from .clock import SystemClock
 from .cycle import run_cycle
+from .database import DATABASE_ENV as DATABASE_ENV
+from .database import DEFAULT_URL as DEFAULT_URL
 from .database import database_url
 from .enqueueing import Enqueueing
 from .errors import ConfigurationError
 from .inspection import Inspection
 from .job_options import check_max_attempts, check_priority, check_queue
+from .jobfunction import JobFunction
 from .redact import redact_url
 from .registry import JobDefinition, Registry, define
 from .retry import as_backoff
@@ -25,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Iterable, Sequence
-    from typing import Any, Generic, ParamSpec, TypeVar, overload
+    from typing import Any, ParamSpec, TypeVar, overload
 
     from .alerts import Alerts, Sink
     from .clock import Clock
@@ -39,65 +42,10 @@ if TYPE_CHECKING:
     R = TypeVar("R")
     FailureHook = Callable[[Job], Any]
 
-    class _Generic(Generic[P, R]): ...
-
-else:
-    P = R = None
-
-    class _Generic:
-        """``JobFunction[P, R]`` at run time, without ``typing.Generic``."""
-
-        __slots__ = ()
-
-        def __class_getitem__(cls, params: object) -> type:
-            return cls
-
-
 # Set either and alerts are configured from the environment (tickq.alerts.sinks_from_env);
 # otherwise tickq.alerts isn't imported at all, which a waking host would pay for.
 ALERT_ENV = ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO")
 DEFAULT_MAX_CATCH_UP = 100  # tickq.schedule.DEFAULT_MAX_CATCH_UP (a test keeps them equal)
-
-
-class JobFunction(_Generic[P, R]):
-    """A function registered with ``@q.job``: call it directly, or ``.enqueue(**kwargs)``."""
-
-    def __init__(self, queue: Queue, definition: JobDefinition) -> None:
-        self.queue = queue
-        self.definition = definition
-        self.name = definition.name
-        self.__wrapped__ = definition.fn
-        self.__doc__ = definition.fn.__doc__
-        self.__name__ = definition.fn.__name__
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.definition.fn(*args, **kwargs)  # type: ignore[no-any-return]
-
-    def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
-        """Enqueue with ``payload`` as keyword arguments; ``conn=`` joins your transaction."""
-        return self.queue.enqueue(self.name, payload, conn=conn)
-
-    async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
-        """``enqueue`` for async code; ``conn=`` takes an async connection or session."""
-        return await self.queue.enqueue_async(self.name, payload, conn=conn)
-
-    def with_options(self, **options: Any) -> _BoundEnqueue:
-        """Enqueue with options: ``f.with_options(run_after=..., unique_key=...).enqueue(...)``."""
-        return _BoundEnqueue(self, options)
-
-    def __repr__(self) -> str:
-        return f"<tickq job {self.name!r}>"
-
-
-class _BoundEnqueue:
-    def __init__(self, fn: JobFunction[Any, Any], options: dict[str, Any]) -> None:
-        self.fn, self.options = fn, options
-
-    def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
-        return self.fn.queue.enqueue(self.fn.name, payload, conn=conn, **self.options)
-
-    async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
-        return await self.fn.queue.enqueue_async(self.fn.name, payload, conn=conn, **self.options)
 
 
 class Queue(Enqueueing, Inspection, WebFactories):

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import SchemaMissing
 from .flag import Flag
-from .lease import LeaseKeeper, leave_signals_to_main_thread
+from .lease import LeaseKeeper
+from .listener import Listener
 from .logger import log
 from .pacing import Pacing
 from .pool import JobPool
@@ -31,6 +32,7 @@ from .trouble import Trouble
 from .worker_options import (
     check_concurrency,
     check_seconds,
+    log_started,
     parse_queues,
     summary,
     where,
@@ -69,12 +71,7 @@ class Worker:
         self.runtime, self.store = runtime, runtime.store
         self.queues = parse_queues(queues)
         self.concurrency = check_concurrency(concurrency)
-        self.listen_url = listen_url or os.environ.get("TICKQ_LISTEN_URL") or None
-        self.listens = self.store.can_listen and bool(
-            self.listen_url or not self.store.transaction_pooled
-        )
-        if self.listen_url and self.store.can_listen:
-            self.listen_url = self.store.direct_url(self.listen_url)
+        self.listener = Listener(self.store, listen_url, self._enqueued)
         default_poll = DEFAULT_POLL.get(self.store.dialect, 1.0) if self.listens else 1.0
         self.poll_interval = check_seconds(
             "poll_interval", default_poll if poll_interval is None else poll_interval,
@@ -98,8 +95,6 @@ class Worker:
         self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
         self._started = False
         self._trouble = Trouble("database")
-        self._listen_trouble = Trouble("LISTEN connection")
-        self._listener_stop = threading.Event()
         self.keeper = LeaseKeeper(self.store, runtime.owner, runtime.lease_seconds,
                                   self._lease_lost)  # fmt: skip
         self.pool = JobPool(self.concurrency, runtime.registry, self._job_finished,
@@ -110,13 +105,13 @@ class Worker:
         """Work until SIGTERM/SIGINT or ``stop``; drain, release, return the totals."""
         self._banner()
         self.store.subscribe(self._enqueued)
-        self._start_listener()
+        self.listener.start()
         try:
             with self._signals():
                 self._loop()
                 self._drain()
         finally:
-            self._listener_stop.set()
+            self.listener.stop()
             self.store.unsubscribe(self._enqueued)
             self.keeper.stop()
             self.pool.close()
@@ -282,25 +277,23 @@ class Worker:
     # -- shutting down ------------------------------------------------------------------
     def _drain(self) -> None:
         """Let running jobs finish for up to ``grace`` seconds, then put the rest back."""
-        self._listener_stop.set()
-        deadline = self.pacing.clock() + self.grace
+        self.listener.stop()
+        deadline = time.monotonic() + self.grace  # real time: the platform's kill timer
         try:
             self._release_waiting()  # not started: another worker may as well run them
         except Exception as exc:
             self._trouble.happened(exc)  # tried again on the way out
-        while (self._running or self._unrecorded) and self.pacing.clock() < deadline:
+        while (self._running or self._unrecorded) and time.monotonic() < deadline:
             self._wake.clear()
             try:
                 self._collect()
                 self._exchange()
                 self._abandon_lost()
             except Exception as exc:
-                time.sleep(
-                    min(self._trouble.happened(exc), max(0.0, deadline - self.pacing.clock()))
-                )
+                time.sleep(min(self._trouble.happened(exc), max(0.0, deadline - time.monotonic())))
                 continue
             if self._running:
-                self._wake.wait(max(0.0, deadline - self.pacing.clock()))
+                self._wake.wait(max(0.0, deadline - time.monotonic()))
         self._collect()
         self._give_back()
 
@@ -343,24 +336,14 @@ class Worker:
             self._wake.set()
 
     # -- LISTEN/NOTIFY ------------------------------------------------------------------
-    def _start_listener(self) -> None:
-        if self.listens:
-            threading.Thread(target=self._listen, name="tickq-listen", daemon=True).start()
-
-    def _listen(self) -> None:
-        leave_signals_to_main_thread()
-        while not self._listener_stop.is_set():
-            try:
-                self.store.listen(self._listening, self._listener_stop, self.listen_url)
-            except Exception as exc:
-                self._listener_stop.wait(self._listen_trouble.happened(exc))
+    @property
+    def listens(self) -> bool:
+        return self.listener.listens
 
     def _stop_deaf_listener(self) -> None:
         """The store found a transaction pooler out only now: LISTEN there hears nothing."""
-        if not (self.listens and not self.listen_url and self.store.transaction_pooled):
+        if not self.listener.went_deaf():
             return
-        self.listens = False
-        self._listener_stop.set()
         if not self._poll_given:
             self.poll_interval = min(self.poll_interval, 1.0)
             self.pacing.poll_every(self.poll_interval)
@@ -368,13 +351,6 @@ class Worker:
                     "hears nothing; polling every %gs from now on (give the worker a direct "
                     "connection with listen_url= or TICKQ_LISTEN_URL)", self.poll_interval,
                     extra={"event": "polling"})  # fmt: skip
-
-    def _listening(self, queues: set[str] | None) -> None:
-        # (Re)connected: anything enqueued meanwhile was not heard, so look (_enqueued).
-        if queues is None and not self._listen_trouble.over():
-            log.info("tickq worker listening for enqueues (LISTEN/NOTIFY)",
-                         extra={"event": "listening"})  # fmt: skip
-        self._enqueued(queues)
 
     # -- signals and banner -------------------------------------------------------------
     @contextmanager
@@ -403,33 +379,8 @@ class Worker:
                  name, extra={"event": "worker_stopping", "running": running})  # fmt: skip
 
     def _banner(self) -> None:
-        from ._version import __version__
-
-        queues = ",".join(self.queues) if self.queues else "all"
-        wake = self._wake_up()
-        log.info(
-            "tickq %s worker %s started: backend %s %s, queues %s, concurrency %d, wake-up on "
-            "%s, poll every %gs, lease %gs, grace %gs, %d schedule(s)", __version__,
-            self.runtime.owner, self.store.dialect, where(self.store.url), queues,
-            self.concurrency, wake, self.poll_interval, self.runtime.lease_seconds, self.grace,
-            len(self.runtime.schedules),
-            extra={"event": "worker_started", "version": __version__,
-                   "owner": self.runtime.owner, "backend": self.store.dialect,
-                   "queues": list(self.queues or []), "concurrency": self.concurrency,
-                   "poll_interval": self.poll_interval, "lease_seconds": self.runtime.lease_seconds,
-                   "grace": self.grace, "schedules": sorted(self.runtime.schedules),
-                   "pid": os.getpid(), "wake_up": wake},
-        )  # fmt: skip
+        log_started(self.runtime, self.queues, self.concurrency, self._wake_up(),
+                    self.poll_interval, self.grace)  # fmt: skip
 
     def _wake_up(self) -> str:
-        """How the worker hears of new jobs, in words for the start line."""
-        if not self.store.can_listen:
-            return "in-process enqueues"
-        if self.listen_url:
-            return f"LISTEN/NOTIFY on a direct connection to {where(self.listen_url)}"
-        if not self.listens:
-            return (
-                "polling only (behind a transaction pooler LISTEN hears nothing; give the "
-                "worker a direct connection with listen_url= or TICKQ_LISTEN_URL)"
-            )
-        return "LISTEN/NOTIFY"
+        return self.listener.wake_up()

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
+from .logger import log
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
 def parse_queues(queues: Sequence[str] | str | None) -> tuple[str, ...] | None:
@@ -47,3 +51,30 @@ def check_seconds(name: str, value: float, zero_ok: bool) -> float:
         limit = ">= 0" if zero_ok else "> 0"
         raise ConfigurationError(f"{name} must be seconds {limit}, got {value!r}")
     return float(value)
+
+
+def log_started(
+    runtime: Runtime,
+    queues: tuple[str, ...] | None,
+    concurrency: int,
+    wake: str,
+    poll_interval: float,
+    grace: float,
+) -> None:
+    """The worker's start line: who it is and how it is set up."""
+    import os
+
+    from ._version import __version__
+
+    store, lease = runtime.store, runtime.lease_seconds
+    log.info(
+        "tickq %s worker %s started: backend %s %s, queues %s, concurrency %d, wake-up on "
+        "%s, poll every %gs, lease %gs, grace %gs, %d schedule(s)", __version__,
+        runtime.owner, store.dialect, where(store.url), ",".join(queues) if queues else "all",
+        concurrency, wake, poll_interval, lease, grace, len(runtime.schedules),
+        extra={"event": "worker_started", "version": __version__, "owner": runtime.owner,
+               "backend": store.dialect, "queues": list(queues or []),
+               "concurrency": concurrency, "poll_interval": poll_interval,
+               "lease_seconds": lease, "grace": grace, "schedules": sorted(runtime.schedules),
+               "pid": os.getpid(), "wake_up": wake},
+    )  # fmt: skip
