@@ -6,7 +6,6 @@ import os
 from datetime import timedelta
 
 from .clock import SystemClock
-from .cycle import run_cycle
 from .database import DATABASE_ENV as DATABASE_ENV
 from .database import DEFAULT_URL as DEFAULT_URL
 from .database import database_url
@@ -14,9 +13,8 @@ from .enqueueing import Enqueueing
 from .errors import ConfigurationError
 from .inspection import Inspection
 from .job_options import check_max_attempts, check_priority, check_queue
-from .jobfunction import JobFunction
 from .redact import redact_url
-from .registry import JobDefinition, Registry, define
+from .registry import JobDefinition, JobFunction, Registry, define
 from .retry import as_backoff
 from .runtime import Runtime
 from .store import open_store
@@ -250,6 +248,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
         ``stale`` (finished after losing their lease; not recorded), ``released`` and
         ``duration_ms``. With ``time_budget`` (seconds) no job is started once it is spent.
         """
+        from .cycle import run_cycle
+
         return run_cycle(self.runtime, limit, time_budget, queues)
 
     def run_worker(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 from .clock import monotonic_of
-from .lease import LeaseKeeper
 from .logger import log
 
 TYPE_CHECKING = False
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from .alerts import Alerts
     from .clock import Clock
     from .job import Job, NewJob
+    from .lease import LeaseKeeper
     from .registry import JobDefinition, Registry
     from .schedule import ScheduleDefinition
     from .store import SqlStore
@@ -73,6 +73,8 @@ class Runtime:
         """This process's keeper of the leases ``process_jobs`` and ``tick`` hold."""
         pid = os.getpid()
         if self._keeper is None or self._keeper[0] != pid:
+            from .lease import LeaseKeeper
+
             self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
         return self._keeper[1]
 

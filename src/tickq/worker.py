@@ -16,18 +16,17 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import SchemaMissing
-from .flag import Flag
 from .lease import LeaseKeeper
 from .listener import Listener
 from .logger import log
 from .pacing import Pacing
 from .pool import JobPool
+from .signals import Flag, handling_signals
 from .trouble import Trouble
 from .worker_options import (
     check_concurrency,
@@ -107,7 +106,7 @@ class Worker:
         self.store.subscribe(self._enqueued)
         self.listener.start()
         try:
-            with self._signals():
+            with handling_signals(self._on_signal):
                 self._loop()
                 self._drain()
         finally:
@@ -353,18 +352,6 @@ class Worker:
                     extra={"event": "polling"})  # fmt: skip
 
     # -- signals and banner -------------------------------------------------------------
-    @contextmanager
-    def _signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield  # signals reach the main thread only; stop with ``stop=``
-            return
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         running = len(self._running) - self.pool.waiting()

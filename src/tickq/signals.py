@@ -1,8 +1,27 @@
-"""Internal: the worker's stop and wake-up flags, safe to set from a signal handler."""
+"""Internal: the worker's SIGTERM/SIGINT handling, and flags safe to set from a handler."""
 
 from __future__ import annotations
 
+import signal
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+@contextmanager
+def handling_signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """Send SIGTERM and SIGINT to ``handler`` within the block (main thread only: signals
+    reach no other; a worker on another thread is stopped with ``stop=``)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 class Flag:
