@@ -3,6 +3,10 @@
 Jobs live in a table of your database (SQLite by default, Postgres to grow), are enqueued
 in the same transaction as the change that caused them, retried with growing delays, and
 marked failed loudly. See https://pypi.org/project/tickq/ and the README.
+
+The public surface is the names in ``__all__`` below, plus the modules ``tickq.alerts``,
+``tickq.metrics``, ``tickq.testing``, ``tickq.web``, ``tickq.schedulers`` and ``tickq.plan``;
+every other module is internal (its docstring starts with "Internal:") and may change.
 """
 
 from ._version import __version__

@@ -1,4 +1,4 @@
-"""``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
+"""Internal: ``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
 
 rescue expired leases -> claim a job -> execute -> record it and claim the next -> alert,
 until the limit or the time budget is reached; returns a JSON-serialisable report.

@@ -1,4 +1,4 @@
-"""Run one claimed job and turn what it did into its next transition."""
+"""Internal: run one claimed job and turn what it did into its next transition."""
 
 from __future__ import annotations
 

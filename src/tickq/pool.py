@@ -1,4 +1,4 @@
-"""Where a worker's jobs run: sync functions on threads, ``async def`` ones on one loop.
+"""Internal: where a worker's jobs run: sync functions on threads, ``async def`` ones on one loop.
 
 Both kinds share the worker's concurrency: at most ``size`` jobs run at once, and jobs
 handed over beyond that wait in line. Whoever frees a slot starts the next job in line (a

@@ -1,4 +1,4 @@
-"""``q.tick()``: what one scheduler call does on a host that sleeps.
+"""Internal: ``q.tick()``: what one scheduler call does on a host that sleeps.
 
 record the tick -> enqueue the schedule slots that came due -> ``run_cycle`` (the pass every
 driver shares) -> report what is left. An empty tick costs three round trips on Postgres:

@@ -1,4 +1,4 @@
-"""The always-on driver behind ``tickq worker APP`` and ``q.run_worker()``.
+"""Internal: the always-on driver behind ``tickq worker APP`` and ``q.run_worker()``.
 
 One loop on the calling thread claims batches of due jobs (as many as there are free slots,
 never more: a job is claimed only to start at once), hands them to a pool (threads for sync
