@@ -100,7 +100,7 @@ class Enqueueing:
             return (await asyncio.to_thread(self.insert, [job]))[0]
         from .store.foreign import insert_on_async
 
-        return (await insert_on_async(self.store, conn, [job]))[0]
+        return (await insert_on_async(self.runtime.store, conn, [job]))[0]
 
     def enqueue_many(
         self,

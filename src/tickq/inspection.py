@@ -21,7 +21,9 @@ class Inspection:
 
     __slots__ = ()
     if TYPE_CHECKING:
-        store: SqlStore
+
+        @property
+        def store(self) -> SqlStore: ...
 
     def get_job(self, job_id: int) -> Job | None:
         """The job with this id, or None."""
