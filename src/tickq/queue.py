@@ -14,7 +14,7 @@ from .errors import ConfigurationError
 from .inspection import Inspection
 from .job_options import check_max_attempts, check_priority, check_queue
 from .redact import redact_url
-from .registry import JobDefinition, JobFunction, Registry, define
+from .registry import JobDefinition, JobFunction, Registry, check_no_arguments_needed, define
 from .retry import as_backoff
 from .runtime import Runtime
 from .store import open_store
@@ -352,14 +352,14 @@ class Queue(Enqueueing, Inspection, WebFactories):
             if isinstance(fn, JobFunction):
                 if fn.queue is not self:
                     raise ConfigurationError(f"job {fn.name!r} belongs to another Queue")
-                _callable_without_arguments(fn.definition)
+                check_no_arguments_needed(fn.definition)
                 job = fn
             else:
                 # The schedule's max_delay is about its slots; the job type gets none of
                 # its own, so `tickq plan` doesn't also treat it as enqueued by the app.
                 job = self.job(fn, name=name)
                 try:
-                    _callable_without_arguments(job.definition)
+                    check_no_arguments_needed(job.definition)
                 except ConfigurationError:
                     self.registry.remove(job.name)
                     raise
@@ -398,13 +398,3 @@ class Queue(Enqueueing, Inspection, WebFactories):
         from .tick import tick_health
 
         return tick_health(self.runtime, expected_interval, alert=alert)
-
-
-def _callable_without_arguments(definition: JobDefinition) -> None:
-    try:
-        definition.check_payload({})
-    except TypeError:
-        raise ConfigurationError(
-            f"scheduled job {definition.name!r} is called with no arguments, but its "
-            "function requires some; give them defaults (a JobContext parameter is fine)"
-        ) from None

@@ -173,6 +173,17 @@ def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: 
     )  # fmt: skip
 
 
+def check_no_arguments_needed(definition: JobDefinition) -> None:
+    """Raise ``ConfigurationError`` unless the job can run with no payload (a schedule's)."""
+    try:
+        definition.check_payload({})
+    except TypeError:
+        raise ConfigurationError(
+            f"scheduled job {definition.name!r} is called with no arguments, but its "
+            "function requires some; give them defaults (a JobContext parameter is fine)"
+        ) from None
+
+
 class JobFunction(_Generic[P, R]):
     """A function registered with ``@q.job``: call it directly, or ``.enqueue(**kwargs)``."""
 
