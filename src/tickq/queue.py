@@ -77,7 +77,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
         self.url = database_url(url)
         self.registry = Registry()
         self.runtime = Runtime(open_store(self.url, clock or SystemClock()), self.registry,
-                               float(lease_seconds), strict, lambda: self.alerts)  # fmt: skip
+                               float(lease_seconds), strict)  # fmt: skip
         if callable(on_failure):
             self.runtime.failure_hooks.append(on_failure)
         elif on_failure is not None:
@@ -397,4 +397,4 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """
         from .tick import tick_health
 
-        return tick_health(self.runtime, expected_interval, alert=alert)
+        return tick_health(self.runtime, expected_interval, alert, lambda: self.alerts)

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
     from typing import Any
 
-    from .alerts import Alerts
     from .clock import Clock
     from .job import Job, NewJob
     from .lease import LeaseKeeper
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class Runtime:
-    """Store, job registry, schedules, lease settings and owner, hooks and alerts."""
+    """Store, job registry, schedules, lease settings and owner, and failure/retry hooks."""
 
     def __init__(
         self,
@@ -37,14 +36,12 @@ class Runtime:
         registry: Registry,
         lease_seconds: float,
         strict: bool,
-        alerts: Callable[[], Alerts],
     ) -> None:
         self.store, self.registry = store, registry
         self.lease_seconds, self.strict = lease_seconds, strict
         self.schedules: dict[str, ScheduleDefinition] = {}
         self.failure_hooks: list[Hook] = []
         self.retry_hooks: list[Hook] = []
-        self._alerts = alerts
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
 
@@ -55,10 +52,6 @@ class Runtime:
     def monotonic(self) -> float:
         """The clock's monotonic reading: time budgets and the worker's pacing use it."""
         return monotonic_of(self.store.clock)()
-
-    @property
-    def alerts(self) -> Alerts:
-        return self._alerts()
 
     @property
     def owner(self) -> str:

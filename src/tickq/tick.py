@@ -16,9 +16,10 @@ from .store import ScheduleMove
 
 TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
+    from .alerts import Alerts
     from .runtime import Runtime
     from .schedule import Due, ScheduleDefinition
     from .store import TickState
@@ -155,12 +156,16 @@ def strict_problems(summary: Mapping[str, Any], max_wait: timedelta) -> list[str
 
 
 def tick_health(
-    runtime: Runtime, expected_interval: timedelta, alert: bool = True
+    runtime: Runtime,
+    expected_interval: timedelta,
+    alert: bool = True,
+    alerts: Callable[[], Alerts] | None = None,
 ) -> dict[str, Any]:
     """Is a scheduler still calling? Stale once the last tick is older than twice
     ``expected_interval``. Reveals no job data: safe to serve without a secret. With
-    ``alert`` a stale tick also raises (and delivers) the overdue alert: work that only a
-    trusted caller may cause."""
+    ``alert`` a stale tick also raises (and delivers) the overdue alert through
+    ``alerts()`` (the Queue's, made on first need): work that only a trusted caller may
+    cause."""
     last, ticks, now = runtime.store.last_tick()
     stale_after = expected_interval * 2
     report: dict[str, Any] = {
@@ -187,15 +192,15 @@ def tick_health(
                 "without activity)"
             ),
         )
-        if alert:
-            alert_overdue(runtime, last, expected_interval, now)
+        if alert and alerts is not None:
+            alert_overdue(alerts(), last, expected_interval, now)
     else:
         report.update(ok=True, status="ok")
     return report
 
 
-def alert_overdue(runtime: Runtime, last: datetime, every: timedelta, now: datetime) -> None:
+def alert_overdue(alerts: Alerts, last: datetime, every: timedelta, now: datetime) -> None:
     """Raise the tick-overdue alert. Nothing runs jobs while the tick is missing, so the
     alert job is delivered right here, within a few seconds; neither step ever raises."""
-    if runtime.alerts.tick_overdue(last, every, now=now) is not None:
-        runtime.alerts.deliver(time_budget=5.0)
+    if alerts.tick_overdue(last, every, now=now) is not None:
+        alerts.deliver(time_budget=5.0)
