@@ -321,7 +321,7 @@ def test_a_listen_url_that_is_not_a_postgres_url_is_refused_at_start(pg_schema_u
     from tickq.worker import Worker
 
     with pytest.raises(ConfigurationError, match="listen_url must be a postgresql:// URL"):
-        Worker(Queue(pg_schema_url), listen_url="postgresql://h/db?nonsense=1")
+        Worker(Queue(pg_schema_url).runtime, listen_url="postgresql://h/db?nonsense=1")
 
 
 def test_listen_url_comes_from_tickq_listen_url_when_not_given(
@@ -330,11 +330,11 @@ def test_listen_url_comes_from_tickq_listen_url_when_not_given(
     from tickq.worker import Worker
 
     monkeypatch.setenv("TICKQ_LISTEN_URL", "postgresql://postgres@db.internal:5432/app")
-    w = Worker(Queue(pg_schema_url + "&pooler=transaction"))
+    w = Worker(Queue(pg_schema_url + "&pooler=transaction").runtime)
     assert w.listens and w._wake_up() == (
         "LISTEN/NOTIFY on a direct connection to db.internal:5432/app"
     )
     monkeypatch.delenv("TICKQ_LISTEN_URL")
-    w = Worker(Queue(pg_schema_url + "&pooler=transaction"))
+    w = Worker(Queue(pg_schema_url + "&pooler=transaction").runtime)
     assert not w.listens and w.poll_interval == 1.0
     assert w._wake_up().startswith("polling only (behind a transaction pooler")

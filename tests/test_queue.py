@@ -255,14 +255,18 @@ def test_unregistered_type_fails_visibly_without_hurting_the_caller(
     assert consumer.get_job(ok).status == "done"  # type: ignore[union-attr]
 
 
-def test_time_budget_stops_claiming_and_puts_unstarted_jobs_back(queue: Queue) -> None:
+def test_time_budget_stops_claiming_and_puts_unstarted_jobs_back(
+    frozen_queue: Queue, clock: FrozenClock
+) -> None:
+    queue = frozen_queue
+
     @queue.job()
     def slow() -> None:
-        time.sleep(0.05)
+        clock.advance(seconds=0.05)  # the budget reads the injected clock: no sleeping
 
     queue.enqueue_many([("slow", {}) for _ in range(30)])
     report = queue.process_jobs(limit=30, time_budget=0.12)
-    assert 1 <= report["succeeded"] < 30
+    assert report["succeeded"] == 3  # started at 0, 0.05 and 0.10 s; none at 0.15
     assert report["claimed"] == report["succeeded"] + report["released"]
     stats = queue.stats()["by_status"]
     assert stats["pending"] == 30 - report["succeeded"] and stats["running"] == 0

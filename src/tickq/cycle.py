@@ -1,4 +1,4 @@
-"""``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
+"""Internal: ``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
 
 rescue expired leases -> claim a job -> execute -> record it and claim the next -> alert,
 until the limit or the time budget is reached; returns a JSON-serialisable report.
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .job import Job
     from .lease import LeaseKeeper
-    from .queue import Queue
+    from .runtime import Runtime
     from .store import Outcome, Recorded
 
 
@@ -38,7 +38,7 @@ def new_report() -> dict[str, Any]:
 
 
 def run_cycle(
-    queue: Queue,
+    runtime: Runtime,
     limit: int = 100,
     time_budget: float | None = None,
     queues: Sequence[str] | None = None,
@@ -55,20 +55,22 @@ def run_cycle(
     if time_budget is not None and time_budget <= 0:
         raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
     started = monotonic()
-    deadline = started + time_budget if time_budget else None
+    deadline = runtime.monotonic() + time_budget if time_budget else None
     report = new_report()
-    rescue(queue, report)
-    keeper = queue.lease_keeper
-    jobs = _claim(queue, 1, queues, report) if limit else []
+    rescue(runtime, report)
+    keeper = runtime.lease_keeper
+    jobs = _claim(runtime, 1, queues, report) if limit else []
     while jobs:
         held = jobs
         keeper.hold(held)
         try:
-            outcomes = [execute(job, queue.definition(job.type), queue.job_names) for job in held]
-            want = 1 if report["claimed"] < limit and not _spent(deadline) else 0
+            outcomes = [
+                execute(job, runtime.definition(job.type), runtime.job_names) for job in held
+            ]
+            want = 1 if report["claimed"] < limit and not _spent(runtime, deadline) else 0
             # Each job's outcome is committed before the next job starts; only the last
             # commit needs to survive a power loss (it takes the earlier ones with it).
-            jobs = record_and_claim(queue, keeper, outcomes, report, want, queues, not want)[1]
+            jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues, not want)[1]
         finally:
             keeper.drop(held)
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
@@ -76,16 +78,16 @@ def run_cycle(
 
 
 def _claim(
-    queue: Queue, limit: int, queues: Sequence[str] | None, report: dict[str, Any]
+    runtime: Runtime, limit: int, queues: Sequence[str] | None, report: dict[str, Any]
 ) -> list[Job]:
-    jobs = queue.store.claim(queue.owner, limit, queue.lease_seconds, queues)
+    jobs = runtime.store.claim(runtime.owner, limit, runtime.lease_seconds, queues)
     report["claimed"] += len(jobs)
     return jobs
 
 
-def rescue(queue: Queue, report: dict[str, Any]) -> None:
+def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
     """Return jobs whose worker vanished to pending (or failed when out of attempts)."""
-    for job in queue.store.rescue_expired():
+    for job in runtime.store.rescue_expired():
         report["rescued"] += 1
         log.warning("tickq job %s %s: lease expired on attempt %s, rescued as %s",
                     job.id, job.type, job.attempts, job.status.value,
@@ -93,21 +95,21 @@ def rescue(queue: Queue, report: dict[str, Any]) -> None:
                            "attempt": job.attempts, "outcome": job.status.value})  # fmt: skip
         if job.status == "failed":
             report["failed"] += 1
-            queue.notify_failed(job)
+            runtime.notify_failed(job)
         else:
-            queue.notify_retried(job)
+            runtime.notify_retried(job)
 
 
 def record(
-    queue: Queue, keeper: LeaseKeeper, outcomes: list[Outcome], report: dict[str, Any]
+    runtime: Runtime, keeper: LeaseKeeper, outcomes: list[Outcome], report: dict[str, Any]
 ) -> Recorded:
     """Record outcomes in one round trip (those whose lease was lost count as stale), then
     log each and alert on failures. Raises ``DatabaseUnavailable`` having recorded none."""
-    return record_and_claim(queue, keeper, outcomes, report)[0]
+    return record_and_claim(runtime, keeper, outcomes, report)[0]
 
 
 def record_and_claim(
-    queue: Queue,
+    runtime: Runtime,
     keeper: LeaseKeeper,
     outcomes: list[Outcome],
     report: dict[str, Any],
@@ -123,16 +125,16 @@ def record_and_claim(
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "stale"]
         applied = [o for o in outcomes if o.job.id not in lost and o.kind != "stale"]
     try:
-        recorded, jobs = queue.store.record_and_claim(
-            queue.owner, applied, limit, queue.lease_seconds, queues, durable
+        recorded, jobs = runtime.store.record_and_claim(
+            runtime.owner, applied, limit, runtime.lease_seconds, queues, durable
         )
     except Exception as exc:
         if not applied or not _worth_retrying(exc):
             raise
-        recorded, jobs = _record_again(queue, applied, exc), []
+        recorded, jobs = _record_again(runtime, applied, exc), []
     recorded.stale.extend(stale)
     report["claimed"] += len(jobs)
-    tally(queue, outcomes, recorded, report)
+    tally(runtime, outcomes, recorded, report)
     return recorded, jobs
 
 
@@ -140,10 +142,10 @@ def _worth_retrying(exc: Exception) -> bool:
     return isinstance(exc, DatabaseUnavailable) or not isinstance(exc, TickqError)
 
 
-def _record_again(queue: Queue, applied: list[Outcome], exc: Exception) -> Recorded:
+def _record_again(runtime: Runtime, applied: list[Outcome], exc: Exception) -> Recorded:
     """Send the outcomes again (without the claim): each is fenced by status, attempt and
     owner, so one that did reach the database counts as stale, never twice."""
-    give_up = monotonic() + queue.lease_seconds / 2
+    give_up = monotonic() + runtime.lease_seconds / 2
     for delay in _record_delays():
         if monotonic() + delay > give_up:
             break
@@ -151,7 +153,7 @@ def _record_again(queue: Queue, applied: list[Outcome], exc: Exception) -> Recor
                     len(applied), exc, delay, extra={"event": "record_retry"})  # fmt: skip
         sleep(delay)
         try:
-            return queue.store.record(queue.owner, applied)
+            return runtime.store.record(runtime.owner, applied)
         except Exception as again:
             if not _worth_retrying(again):
                 raise
@@ -165,9 +167,9 @@ def _record_delays() -> Iterator[float]:
         yield RECORD_RETRIES[-1]
 
 
-def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:
+def release(runtime: Runtime, jobs: list[Job], report: dict[str, Any]) -> list[int]:
     """Put claimed-but-unfinished jobs back to pending; the attempt does not count."""
-    released = queue.store.release(queue.owner, jobs)
+    released = runtime.store.release(runtime.owner, jobs)
     report["released"] += len(released)
     back = set(released)
     for job in jobs:
@@ -180,7 +182,7 @@ def release(queue: Queue, jobs: list[Job], report: dict[str, Any]) -> list[int]:
 
 
 def tally(
-    queue: Queue, outcomes: list[Outcome], recorded: Recorded, report: dict[str, Any]
+    runtime: Runtime, outcomes: list[Outcome], recorded: Recorded, report: dict[str, Any]
 ) -> None:
     for word in RECORDED_FIELDS:
         report[word] += len(getattr(recorded, word))
@@ -189,9 +191,9 @@ def tally(
         for o in outcomes:
             log_outcome(o, "stale" if o.job.id in stale else None)
     for job in recorded.failed:
-        queue.notify_failed(job)
+        runtime.notify_failed(job)
     for job in recorded.retried:
-        queue.notify_retried(job)
+        runtime.notify_retried(job)
 
 
 def log_outcome(o: Outcome, override: str | None = None) -> None:
@@ -217,5 +219,6 @@ OUTCOME_MESSAGE = "job %s %s attempt %s/%s %s in %.1fms%s"
 LOG_LINE = log_outcome.__code__.co_firstlineno
 
 
-def _spent(deadline: float | None) -> bool:
-    return deadline is not None and monotonic() >= deadline
+def _spent(runtime: Runtime, deadline: float | None) -> bool:
+    """The budget is read on the runtime's clock (a ``FrozenClock`` in tests)."""
+    return deadline is not None and runtime.monotonic() >= deadline

@@ -1,4 +1,4 @@
-"""Run one claimed job and turn what it did into its next transition."""
+"""Internal: run one claimed job and turn what it did into its next transition."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .queue import JobDefinition
+    from .registry import JobDefinition
 
 MAX_ERROR_CHARS = 8000
 UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))

@@ -1,4 +1,4 @@
-"""Heartbeat pings for dead-man's switches (healthchecks.io style), with the stdlib only.
+"""Internal: heartbeat pings for dead-man's switches (healthchecks.io style), with the stdlib only.
 
 After each tick tickq POSTs the summary to ``TICKQ_HEARTBEAT_URL``; after a failed tick it
 POSTs to the same URL with ``/fail`` appended. A monitor that stops hearing from the app

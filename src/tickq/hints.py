@@ -1,4 +1,4 @@
-"""Whether payload values fit a job function's annotations, checked at enqueue.
+"""Internal: whether payload values fit a job function's annotations, checked at enqueue.
 
 Only simple annotations are checked: ``int``, ``float`` (an int fits too), ``str``,
 ``bool``, ``None``, ``list``, ``dict``, ``list[X]``, ``dict[str, X]``, ``X | Y``,

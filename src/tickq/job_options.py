@@ -1,4 +1,4 @@
-"""The options of a job (priority, max_attempts, queue, unique_key…), checked once where a
+"""Internal: the options of a job (priority, max_attempts, queue, unique_key…), checked once where a
 caller passes them, so every backend stores the same thing and no stored row can stop the
 queue. Types are refused with ``TypeError``, values with ``ConfigurationError`` (a
 ``ValueError``); each message names the option."""

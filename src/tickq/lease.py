@@ -1,4 +1,4 @@
-"""Keep the leases of running jobs fresh, so long jobs are not rescued from under us."""
+"""Internal: keep the leases of running jobs fresh, so long jobs are not rescued from under us."""
 
 from __future__ import annotations
 

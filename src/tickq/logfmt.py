@@ -1,4 +1,4 @@
-"""Log lines for people (``text``) or for machines (``json``: one object per line).
+"""Internal: log lines for people (``text``) or for machines (``json``: one object per line).
 
 tickq logs through the ``tickq`` logger with structured fields in ``extra`` (``event``,
 ``job_id``, ``job_type``, ``attempt``, ``outcome``, ``duration_ms`` ...); the JSON format

@@ -1,4 +1,4 @@
-"""tickq's logger, ``logging.getLogger("tickq")``, with ``logging`` imported on first need.
+"""Internal: tickq's logger, ``logging.getLogger("tickq")``, importing ``logging`` on first need.
 
 Importing ``logging`` costs a waking host milliseconds. Until something imports it, nobody
 can have configured a handler or a level: info lines are skipped without importing it. As

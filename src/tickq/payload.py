@@ -1,4 +1,4 @@
-"""Payloads are JSON objects that arrive exactly as enqueued; anything else is refused at
+"""Internal: payloads are JSON objects that arrive exactly as enqueued; anything else is refused at
 enqueue time with a ``TypeError`` naming the field, the same on every backend.
 
 A payload may hold ``dict`` (string keys), ``list``, ``str``, ``int`` (up to

@@ -1,4 +1,4 @@
-"""Where a worker's jobs run: sync functions on threads, ``async def`` ones on one loop.
+"""Internal: where a worker's jobs run: sync functions on threads, ``async def`` ones on one loop.
 
 Both kinds share the worker's concurrency: at most ``size`` jobs run at once, and jobs
 handed over beyond that wait in line. Whoever frees a slot starts the next job in line (a
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from .job import Job
-    from .queue import JobDefinition, Queue
+    from .registry import JobDefinition, Registry
 
     Done = Callable[[Outcome], None]
     Skip = Callable[[Job], bool]
@@ -41,8 +41,15 @@ class JobPool:
     was lost meanwhile) and it is handed back as ``Outcome(job, "stale")`` without running.
     """
 
-    def __init__(self, size: int, queue: Queue, done: Done, skip: Skip | None = None) -> None:
-        self.size, self.queue, self.done = size, queue, done
+    def __init__(
+        self,
+        size: int,
+        registry: Registry,
+        done: Done,
+        skip: Skip | None = None,
+        clock: Callable[[], float] = monotonic,
+    ) -> None:
+        self.size, self.registry, self.done, self.clock = size, registry, done, clock
         self.skip = skip or (lambda job: False)
         self._lock = threading.Lock()
         self._line: deque[Job] = deque()  # handed over, waiting for a free slot
@@ -53,7 +60,7 @@ class JobPool:
         self._async: dict[int, Future[None]] = {}  # id(job) -> its task, while it runs
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
-        self.last_progress = monotonic()
+        self.last_progress = self.clock()
         """When a job last finished (or the line was last empty): the worker gives waiting
         jobs back when the slots stay busy for too long."""
 
@@ -61,7 +68,7 @@ class JobPool:
         """Run ``jobs`` in order, as slots free up."""
         with self._lock:
             if not self._line:
-                self.last_progress = monotonic()
+                self.last_progress = self.clock()
             self._line.extend(jobs)
         self._start_next()
 
@@ -120,7 +127,7 @@ class JobPool:
         if self.skip(job):
             self._finished(Outcome(job, "stale"), sync=False)
             return
-        definition = self.queue.definition(job.type)
+        definition = self.registry.definition(job.type)
         if definition is not None and definition.is_async:
             self._start_async(job, definition)
             return
@@ -136,7 +143,7 @@ class JobPool:
         in line back when it is a sync job too, to run it itself."""
         self.done(outcome)
         with self._lock:
-            self.last_progress = monotonic()
+            self.last_progress = self.clock()
             if sync:
                 self._sync -= 1
             if not self._line:
@@ -154,7 +161,7 @@ class JobPool:
         return job
 
     def _is_async(self, job: Job) -> bool:
-        definition = self.queue.definition(job.type)
+        definition = self.registry.definition(job.type)
         return definition is not None and definition.is_async
 
     # -- sync jobs ----------------------------------------------------------------------
@@ -172,9 +179,9 @@ class JobPool:
 
     def _run_sync(self, job: Job) -> Outcome:
         started = perf_counter()
-        definition = self.queue.definition(job.type)
+        definition = self.registry.definition(job.type)
         try:
-            return execute(job, definition, self.queue.job_names)
+            return execute(job, definition, self.registry.job_names)
         except BaseException as exc:  # SystemExit & co. from a job end this attempt, not the thread
             return settle(job, definition, exc, started)  # type: ignore[arg-type]
 

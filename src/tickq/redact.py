@@ -1,4 +1,4 @@
-"""Database URLs as they may be shown: in a ``repr``, a log line or an error message.
+"""Internal: database URLs as they may be shown: in a ``repr``, a log line or an error message.
 
 A URL's password (``user:password@``) and the values of query options that carry
 credentials (``?password=``, ``sslpassword=``, tokens, keys) become ``***``. Split by hand:

@@ -1,4 +1,4 @@
-"""Schedules: cron expressions or fixed intervals, and which of their slots are due (pure).
+"""Internal: schedules (cron expressions or fixed intervals) and which of their slots are due.
 
 A *slot* is one moment a schedule fires, as an aware UTC datetime. A tick asks each
 schedule for the slots in ``(handled_until, now]`` and enqueues them under a unique key.

@@ -1,4 +1,4 @@
-"""What a job function accepts: its parameters, read when ``@q.job`` registers it.
+"""Internal: what a job function accepts: its parameters, read when ``@q.job`` registers it.
 
 A plain function's parameters are read off its code object: ``inspect`` costs a waking host
 milliseconds of import, and most job functions are plain functions. Anything else

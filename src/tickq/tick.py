@@ -1,4 +1,4 @@
-"""``q.tick()``: what one scheduler call does on a host that sleeps.
+"""Internal: ``q.tick()``: what one scheduler call does on a host that sleeps.
 
 record the tick -> enqueue the schedule slots that came due -> ``run_cycle`` (the pass every
 driver shares) -> report what is left. An empty tick costs three round trips on Postgres:
@@ -16,30 +16,33 @@ from .store import ScheduleMove
 
 TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
-    from .queue import Queue
+    from .alerts import Alerts
+    from .runtime import Runtime
     from .schedule import Due, ScheduleDefinition
     from .store import TickState
 
 
-def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]:
+def run_tick(
+    runtime: Runtime, limit: int = 100, time_budget: float | None = 20.0
+) -> dict[str, Any]:
     """Enqueue due schedule slots, process up to ``limit`` jobs, return the summary."""
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     if time_budget is not None and time_budget <= 0:
         raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
-    started = monotonic()
-    state = queue.store.start_tick()
-    enqueued = enqueue_due(queue, state)
+    started, budget_started = monotonic(), runtime.monotonic()
+    state = runtime.store.start_tick()
+    enqueued = enqueue_due(runtime, state)
     budget = None
     if time_budget is not None:
         # What enqueueing used comes off the budget; a spent budget starts no job.
-        budget = max(time_budget - (monotonic() - started), 1e-6)
-    jobs = run_cycle(queue, limit, budget, None)
+        budget = max(time_budget - (runtime.monotonic() - budget_started), 1e-6)
+    jobs = run_cycle(runtime, limit, budget, None)
     jobs.pop("duration_ms", None)
-    summary = summarise(queue, state, enqueued, jobs)
+    summary = summarise(runtime, state, enqueued, jobs)
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)
     log.info(
         "tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "
@@ -55,21 +58,21 @@ def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -
     return summary
 
 
-def enqueue_schedules(queue: Queue) -> list[dict[str, Any]]:
+def enqueue_schedules(runtime: Runtime) -> list[dict[str, Any]]:
     """Enqueue every schedule slot that has come due; for drivers that run jobs themselves."""
-    return enqueue_due(queue, queue.store.tick_state())
+    return enqueue_due(runtime, runtime.store.tick_state())
 
 
-def enqueue_due(queue: Queue, state: TickState) -> list[dict[str, Any]]:
+def enqueue_due(runtime: Runtime, state: TickState) -> list[dict[str, Any]]:
     """Insert one job per due slot, each (schedule, slot) once ever; report what went in."""
     planned = []
-    for definition in queue.schedules.values():
-        plan = plan_move(queue, definition, state.cursors.get(definition.name), state.now)
+    for definition in runtime.schedules.values():
+        plan = plan_move(runtime, definition, state.cursors.get(definition.name), state.now)
         if plan is not None:
             planned.append(plan)
     if not planned:
         return []
-    results = queue.store.enqueue_schedules([move for move, _ in planned])
+    results = runtime.store.enqueue_schedules([move for move, _ in planned])
     enqueued = []
     for (move, due), inserted in zip(planned, results, strict=True):
         if inserted is None:  # another tick moved this cursor first and enqueued the slots
@@ -85,7 +88,7 @@ def enqueue_due(queue: Queue, state: TickState) -> list[dict[str, Any]]:
 
 
 def plan_move(
-    queue: Queue, definition: ScheduleDefinition, cursor: datetime | None, now: datetime
+    runtime: Runtime, definition: ScheduleDefinition, cursor: datetime | None, now: datetime
 ) -> tuple[ScheduleMove, Due] | None:
     """The cursor move (with one job per due slot) a schedule needs at ``now``, or None."""
     due = first_sight(definition, now) if cursor is None else definition.due(cursor, now)
@@ -94,7 +97,7 @@ def plan_move(
         # back only max_delay again and could skip a slot in between.
         return (ScheduleMove(definition.name, None, now, None, []), due) if cursor is None else None
     jobs = [
-        queue.new_job(
+        runtime.new_job(
             definition.job,
             {},
             run_after=slot,
@@ -121,15 +124,15 @@ def first_sight(definition: ScheduleDefinition, now: datetime) -> Due:
 
 
 def summarise(
-    queue: Queue, state: TickState, enqueued: list[dict[str, Any]], jobs: dict[str, Any]
+    runtime: Runtime, state: TickState, enqueued: list[dict[str, Any]], jobs: dict[str, Any]
 ) -> dict[str, Any]:
     """The tick's JSON summary; reads the backlog again only if the tick changed it."""
     quiet = not (enqueued or state.due or jobs["claimed"] or jobs["rescued"])
     if quiet:
         due, earliest, now = 0, state.earliest_pending, state.now
     else:
-        due, earliest, now = queue.store.tick_backlog()
-    next_slots = [d.next_slot(now) for d in queue.schedules.values()]
+        due, earliest, now = runtime.store.tick_backlog()
+    next_slots = [d.next_slot(now) for d in runtime.schedules.values()]
     upcoming = [t for t in (earliest, *next_slots) if t is not None]
     return {
         "schedules_enqueued": enqueued,
@@ -158,12 +161,18 @@ def strict_problems(summary: Mapping[str, Any], max_wait: timedelta) -> list[str
     return problems
 
 
-def tick_health(queue: Queue, expected_interval: timedelta, alert: bool = True) -> dict[str, Any]:
+def tick_health(
+    runtime: Runtime,
+    expected_interval: timedelta,
+    alert: bool = True,
+    alerts: Callable[[], Alerts] | None = None,
+) -> dict[str, Any]:
     """Is a scheduler still calling? Stale once the last tick is older than twice
     ``expected_interval``. Reveals no job data: safe to serve without a secret. With
-    ``alert`` a stale tick also raises (and delivers) the overdue alert: work that only a
-    trusted caller may cause."""
-    last, ticks, now = queue.store.last_tick()
+    ``alert`` a stale tick also raises (and delivers) the overdue alert through
+    ``alerts()`` (the Queue's, made on first need): work that only a trusted caller may
+    cause."""
+    last, ticks, now = runtime.store.last_tick()
     stale_after = expected_interval * 2
     report: dict[str, Any] = {
         "ok": False,
@@ -189,15 +198,15 @@ def tick_health(queue: Queue, expected_interval: timedelta, alert: bool = True) 
                 "without activity)"
             ),
         )
-        if alert:
-            alert_overdue(queue, last, expected_interval, now)
+        if alert and alerts is not None:
+            alert_overdue(alerts(), last, expected_interval, now)
     else:
         report.update(ok=True, status="ok")
     return report
 
 
-def alert_overdue(queue: Queue, last: datetime, every: timedelta, now: datetime) -> None:
+def alert_overdue(alerts: Alerts, last: datetime, every: timedelta, now: datetime) -> None:
     """Raise the tick-overdue alert. Nothing runs jobs while the tick is missing, so the
     alert job is delivered right here, within a few seconds; neither step ever raises."""
-    if queue.alerts.tick_overdue(last, every, now=now) is not None:
-        queue.alerts.deliver(time_budget=5.0)
+    if alerts.tick_overdue(last, every, now=now) is not None:
+        alerts.deliver(time_budget=5.0)

@@ -21,7 +21,24 @@ from .alert import Alert, failures_alert, tick_overdue_alert
 from .sinks import Sink, sink_name, sinks_from_env
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from collections.abc import Callable, Iterable
+    from typing import Protocol
+
+    from ..store import SqlStore
+
+    class Queue(Protocol):
+        """What alerts need of the ``Queue`` they are attached to (no import of it)."""
+
+        @property
+        def store(self) -> SqlStore: ...
+        def job(self, *args: Any, **options: Any) -> Any: ...
+        def on_failure(self, hook: Callable[[Job], Any]) -> Callable[[Job], Any]: ...
+        def on_retry(self, hook: Callable[[Job], Any]) -> Callable[[Job], Any]: ...
+        def enqueue(self, *args: Any, **options: Any) -> int: ...
+        def enqueue_many(self, jobs: Iterable[Any], *, conn: Any = None) -> list[int]: ...
+        def process_jobs(self, limit: int = 100, time_budget: float | None = None,
+                         *, queues: Sequence[str] | None = None) -> dict[str, Any]: ...  # fmt: skip
+
 
 log = library_logger("tickq.alerts")
 

@@ -67,7 +67,7 @@ class Webhook:
         import urllib.error
         import urllib.request
 
-        from .. import __version__
+        from .._version import __version__
 
         request = urllib.request.Request(
             self.url, data=json.dumps(self.body(alert)).encode(), method="POST",

@@ -28,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run_dashboard(args: argparse.Namespace) -> int:
     from ..dashboard import Dashboard
+    from ..dashboard.adapters import DashboardAsgi
     from ..dashboard.render import environment
 
     dashboard = Dashboard(load_app(args.app), read_only=args.read_only)
@@ -42,5 +43,5 @@ def run_dashboard(args: argparse.Namespace) -> int:
             "tickq dashboard needs uvicorn: pip install 'tickq[dashboard]'"
         ) from None
     print(f"tickq dashboard on http://{args.host}:{args.port}{dashboard.prefix}/", flush=True)
-    uvicorn.run(dashboard.asgi_app(), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(DashboardAsgi(dashboard, None), host=args.host, port=args.port, log_level="warning")
     return 0

@@ -16,7 +16,7 @@ from .auth import LoginLimiter
 from .http import Request, Response
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from .host import Queue
 
 __all__ = ["Dashboard", "LoginLimiter", "Request", "Response", "as_dashboard"]
 

@@ -8,6 +8,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+import tickq.dashboard.auth as access
+import tickq.dashboard.views as views
+
 from ..errors import (
     ConfigurationError,
     DatabaseUnavailable,
@@ -15,13 +18,11 @@ from ..errors import (
     JobNotFound,
     SchemaMissing,
 )
-from . import auth as access
-from . import views
 from .http import Request, Response
 from .render import render, static_file
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from .host import Queue
 
 AuthHook = Callable[[Request], bool]
 CSP = (
@@ -267,19 +268,6 @@ class Dashboard:
         content, kind = found
         return Response(200, content, [("Content-Type", kind), ("Cache-Control", "max-age=300"),
                                        ("X-Content-Type-Options", "nosniff")])  # fmt: skip
-
-    # -- serving --------------------------------------------------------------------------
-    def asgi_app(self) -> Any:
-        """This dashboard alone as an ASGI app (``/`` redirects to the prefix)."""
-        from .adapters import DashboardAsgi
-
-        return DashboardAsgi(self, None)
-
-    def wsgi_app(self) -> Any:
-        """This dashboard alone as a WSGI app."""
-        from .adapters import DashboardWsgi
-
-        return DashboardWsgi(self, None)
 
 
 CSRF_PROBLEM = "the form's CSRF token is missing or stale: reload the page and try again"

@@ -13,8 +13,8 @@ from ..store import browse
 
 if TYPE_CHECKING:
     from ..job import Job
-    from ..queue import Queue
     from ..store import SqlStore
+    from .host import Queue
 
 ALERT_DELIVERY = "tickq.alert_delivery"
 STATUSES = [s.value for s in JobState]

@@ -17,7 +17,7 @@ from .cronlines import DAY_MINUTES, CronLines
 from .needs import CronNeed, EveryNeed, Need
 
 if TYPE_CHECKING:
-    from ..queue import JobDefinition
+    from ..registry import JobDefinition
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import their framework only when asked for.
 
 from __future__ import annotations
 
-from .endpoint import Endpoint, EndpointOptions, EndpointSettings, Request, Response, Route
+from .endpoint import Endpoint, Request, Response, Route
+from .options import EndpointOptions, EndpointSettings
 
 __all__ = ["Endpoint", "EndpointOptions", "EndpointSettings", "Request", "Response", "Route"]

@@ -9,168 +9,47 @@ from __future__ import annotations
 
 import hmac
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import timedelta
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
 from ..logger import library_logger
-from ..tick import strict_problems, tick_health
+from ..tick import strict_problems
+from .options import (
+    CURRENT_SOURCES,
+    DATABASE_DOWN,
+    MAX_AUTH_HEADER,
+    METRICS_TOKEN_ENV,
+    MISCONFIGURED,
+    RETRY_AFTER_SECONDS,
+    SCHEMA_MISSING,
+    SECRET_ENV,
+    SECRET_HINT,
+    SEE_LOG,
+    TICK_PARAMS,
+    EndpointOptions,
+    secret_problem,
+)
 from .query import QueryError, parse_flag, parse_limit, parse_query
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from typing import Protocol
+
+    class TickTarget(Protocol):
+        """What the endpoints need of a ``Queue``: its tick, health and stats."""
+
+        def tick(self, limit: int = 100, time_budget: float | None = 20.0) -> dict[str, Any]: ...
+        def health(
+            self, expected_interval: timedelta = ..., *, alert: bool = True
+        ) -> dict[str, Any]: ...
+        def stats(self) -> dict[str, Any]: ...
+
 
 log = library_logger("tickq")
-
-SECRET_ENV = "CRON_SECRET"
-PREVIOUS_SECRET_ENV = "CRON_SECRET_PREVIOUS"
-CURRENT_SOURCES = ("secret=", SECRET_ENV)
-METRICS_TOKEN_ENV = "TICKQ_METRICS_TOKEN"
-MIN_SECRET_LENGTH = 16
-MAX_AUTH_HEADER = 4096
-SECRET_OPTIONS = ("secret", "previous_secret", "metrics_token")
-HIDDEN_OPTIONS = (*SECRET_OPTIONS, "heartbeat_url")  # a ping URL's path is often its secret
-TICK_PARAMS = ("limit", "strict")
-RETRY_AFTER_SECONDS = 30
-SEE_LOG = "the app's log (logger 'tickq') has the details"
-DATABASE_DOWN = (
-    "the database is unreachable or dropped the connection; try again later (tickq "
-    "reconnects on the next call). If it lasts, check that the database is up and that the "
-    f"app's database URL points at it; {SEE_LOG}"
-)
-SCHEMA_MISSING = (
-    "tickq's tables are missing or out of date in this database: run q.migrate() or "
-    f"`tickq migrate APP` when deploying; {SEE_LOG}"
-)
-MISCONFIGURED = (
-    "tickq is misconfigured (e.g. the database named in the URL does not exist, or the "
-    f"login was refused): fix the configuration; {SEE_LOG}"
-)
-SECRET_HINT = (
-    "set it to a long random value, e.g. the output of "
-    'python -c "import secrets; print(secrets.token_urlsafe(32))", as a secret both in the '
-    "app's environment and in the scheduler that calls this endpoint"
-)
-
-
-class EndpointSettings(TypedDict, total=False):
-    """Keyword options of ``q.asgi_app()``, ``q.wsgi_app()``, ``q.flask_blueprint()`` and
-    ``q.django_urls()``; see ``EndpointOptions`` for their meaning."""
-
-    path: str
-    health_path: str
-    secret: str | None
-    previous_secret: str | None
-    allow_get: bool
-    limit: int
-    max_limit: int
-    time_budget: float
-    expected_interval: timedelta
-    max_wait: timedelta
-    heartbeat_url: str | None
-    metrics: bool
-    metrics_path: str
-    metrics_token: str | None
-
-
-@dataclass(frozen=True)
-class EndpointOptions:
-    """How the endpoints behave.
-
-    - ``path`` / ``health_path``: where the tick and the health check answer.
-    - ``secret`` / ``previous_secret``: the bearer tokens accepted; None reads
-      ``$CRON_SECRET`` / ``$CRON_SECRET_PREVIOUS`` on each request. Each needs at least 16
-      printable ASCII characters. Without a current secret (a previous one alone is not
-      enough) the tick answers 503 and runs nothing.
-    - ``allow_get``: accept GET as well as POST (Vercel Cron calls with GET).
-    - ``limit`` / ``max_limit``: jobs per tick by default, and the cap on ``?limit=``.
-    - ``time_budget``: seconds after which a tick starts no new job.
-    - ``expected_interval``: how often the scheduler calls; health fails after twice that.
-    - ``max_wait``: with ``?strict=1``, a due job older than this makes the tick answer 500.
-    - ``heartbeat_url``: pinged after each tick (None reads ``$TICKQ_HEARTBEAT_URL``).
-    - ``metrics``: also serve Prometheus metrics at ``metrics_path`` (``GET /metrics``),
-      protected by its own bearer token, ``metrics_token`` or ``$TICKQ_METRICS_TOKEN``
-      (at least 16 characters; 503 while unset). Needs ``pip install 'tickq[metrics]'``.
-    """
-
-    path: str = "/api/cron/tick"
-    health_path: str = "/api/cron/health"
-    secret: str | None = None
-    previous_secret: str | None = None
-    allow_get: bool = False
-    limit: int = 100
-    max_limit: int = 1000
-    time_budget: float = 20.0
-    expected_interval: timedelta = timedelta(minutes=15)
-    max_wait: timedelta = timedelta(hours=1)
-    heartbeat_url: str | None = None
-    metrics: bool = False
-    metrics_path: str = "/metrics"
-    metrics_token: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("path", "health_path", "metrics_path"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.startswith("/"):
-                raise ConfigurationError(f"{name} must start with '/', got {value!r}")
-        paths = [self.path, self.health_path] + ([self.metrics_path] if self.metrics else [])
-        if len(set(paths)) < len(paths):
-            raise ConfigurationError(f"the endpoints need different paths, got {paths}")
-        if self.max_limit < 1:
-            raise ConfigurationError(f"max_limit must be >= 1, got {self.max_limit}")
-        if not 0 <= self.limit <= self.max_limit:
-            raise ConfigurationError(
-                f"limit must be between 0 and max_limit ({self.max_limit}), got {self.limit}"
-            )
-        if self.time_budget <= 0:
-            raise ConfigurationError(
-                f"time_budget must be positive seconds, got {self.time_budget}"
-            )
-        for name in ("expected_interval", "max_wait"):
-            value = getattr(self, name)
-            if not isinstance(value, timedelta) or value <= timedelta(0):
-                raise ConfigurationError(f"{name} must be a positive timedelta, got {value!r}")
-        for name in SECRET_OPTIONS:
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigurationError(
-                    f"{name} must be a str or None, got {type(value).__name__}"
-                )
-            if value and (problem := secret_problem(value)):
-                raise ConfigurationError(f"{name}= {problem}")
-
-    def __repr__(self) -> str:
-        shown = (f"{f.name}={self._shown(f.name)}" for f in fields(self))
-        return f"EndpointOptions({', '.join(shown)})"
-
-    def _shown(self, name: str) -> str:
-        value = getattr(self, name)
-        return "<set>" if name in HIDDEN_OPTIONS and value else repr(value)
-
-    def secrets(self) -> list[tuple[str, str]]:
-        """[(where it came from, value)] of the tokens accepted now, current first."""
-        found = []
-        for value, env, option in (
-            (self.secret, SECRET_ENV, "secret="),
-            (self.previous_secret, PREVIOUS_SECRET_ENV, "previous_secret="),
-        ):
-            if value is None:
-                value, option = os.environ.get(env, "").strip(), env
-            if value:
-                found.append((option, value))
-        return found
-
-    def metrics_secrets(self) -> list[tuple[str, str]]:
-        """[(where it came from, value)] of the metrics token, if one is set."""
-        if self.metrics_token is not None:
-            return [("metrics_token=", self.metrics_token)] if self.metrics_token else []
-        value = os.environ.get(METRICS_TOKEN_ENV, "").strip()
-        return [(METRICS_TOKEN_ENV, value)] if value else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +121,7 @@ class Route:
 class Endpoint:
     """The routes of one Queue, shared by every adapter."""
 
-    queue: Queue
+    queue: TickTarget
     options: EndpointOptions = field(default_factory=EndpointOptions)
     routes: list[Route] = field(init=False)
 
@@ -361,7 +240,7 @@ class Endpoint:
         # raise and deliver the overdue alert (an anonymous request must cause no work).
         alert = request.authorization is not None and self.authorize(request) is None
         try:
-            report = tick_health(self.queue, self.options.expected_interval, alert=alert)
+            report = self.queue.health(self.options.expected_interval, alert=alert)
         except Exception as exc:
             refused = failure_response("the health check failed", exc)
             message = json.loads(refused.body)["error"]
@@ -375,7 +254,7 @@ class Endpoint:
         return head_or_get(request, json_response(200 if report["ok"] else 503, report))
 
     def metrics(self, request: Request) -> Response:
-        from ..metrics import CONTENT_TYPE, render
+        from ..exposition import CONTENT_TYPE, render
 
         try:
             body = render(self.queue).encode()
@@ -396,7 +275,7 @@ def failure_response(what: str, exc: Exception) -> Response:
     is down (with ``Retry-After``), not migrated or refused by configuration, else 500.
     The body says what to do, never where the database lives nor the exception's text:
     the log has those."""
-    from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
+    from ..errors import DatabaseUnavailable, SchemaMissing
 
     if isinstance(exc, DatabaseUnavailable):
         log.warning("tickq %s: %s", what, exc)
@@ -410,17 +289,6 @@ def failure_response(what: str, exc: Exception) -> Response:
         return error(503, f"{what} ({type(exc).__name__}): {MISCONFIGURED}")
     log.error("tickq %s", what, exc_info=exc)
     return error(500, f"{what} ({type(exc).__name__}); {SEE_LOG}")
-
-
-def secret_problem(secret: str) -> str | None:
-    """Why ``secret`` cannot protect the endpoint, or None."""
-    if not secret.isascii() or not secret.isprintable() or " " in secret:
-        return "must be printable ASCII without spaces (it travels in an HTTP header)"
-    if len(secret) < MIN_SECRET_LENGTH:
-        return (
-            f"is too short ({len(secret)} characters; at least {MIN_SECRET_LENGTH}): {SECRET_HINT}"
-        )
-    return None
 
 
 def token_matches(header: bytes, secrets: Sequence[str]) -> bool:

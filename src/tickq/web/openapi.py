@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from .query import FALSE_WORDS, MAX_DIGITS, TRUE_WORDS
 
 if TYPE_CHECKING:
-    from .endpoint import EndpointOptions
+    from .options import EndpointOptions
 
 JSON = "application/json"
 
 
 def describe(options: EndpointOptions, title: str = "tickq endpoints") -> dict[str, Any]:
     """The OpenAPI 3.0.3 document for endpoints built with ``options``."""
-    from .. import __version__
+    from .._version import __version__
 
     paths = {options.path: tick_operations(options), options.health_path: health_operations()}
     schemes: dict[str, Any] = {"cronSecret": bearer("the tick's token: $CRON_SECRET")}

@@ -1,0 +1,31 @@
+"""What the dashboard needs of the ``Queue`` it shows, as a protocol: the dashboard sits
+beside the facade's web factories (``q.asgi_app(dashboard=True)``), so it must not import
+``tickq.queue`` (that would close an import circle)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..job import Attempt, Job
+    from ..schedule import ScheduleDefinition
+    from ..store import SqlStore
+
+
+class Queue(Protocol):
+    """The part of ``tickq.Queue`` the dashboard reads and acts through."""
+
+    @property
+    def store(self) -> SqlStore: ...
+
+    @property
+    def schedules(self) -> Mapping[str, ScheduleDefinition]: ...
+
+    def get_job(self, job_id: int) -> Job | None: ...
+
+    def attempts(self, job_id: int) -> list[Attempt]: ...
+
+    def retry_failed(self, type: str | None = None, *, batch: int = ...,
+                     progress: Any = None) -> int: ...  # fmt: skip

@@ -1,0 +1,126 @@
+"""Internal: the ``Queue``'s enqueue methods (a mixin of the facade), over its ``Runtime``.
+
+The user-facing docstrings live here; the checks live in ``tickq.enqueue``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from datetime import datetime, timedelta
+    from typing import Any
+
+    from .job import NewJob
+    from .runtime import Runtime
+
+
+class Enqueueing:
+    """The ``Queue``'s enqueue methods (a mixin of the facade), over its ``Runtime``."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        runtime: Runtime
+
+    def new_job(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NewJob:
+        """Validate one job and return the row to insert (no I/O)."""
+        return self.runtime.new_job(
+            job_type, payload, run_after=run_after, unique_key=unique_key,
+            unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts, meta=meta,
+        )  # fmt: skip
+
+    def enqueue(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        conn: Any = None,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+    ) -> int:
+        """Store one job and return its id.
+
+        With ``conn=`` the job is inserted in that connection's open transaction: commit and
+        the job exists, roll back and it never did. With ``unique_key`` a second enqueue
+        while one is pending or running (``unique_scope="all"``: while one exists at all)
+        returns the existing job's id instead of adding another.
+
+        The job receives exactly ``payload``, or nothing is stored: a value JSON would
+        change or can't carry, a payload that doesn't fit the function (names, simple
+        annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
+        or option, the same on every backend (see docs/payloads.md).
+        """
+        job = self.new_job(
+            job_type, payload, run_after=run_after, unique_key=unique_key,
+            unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts,
+        )  # fmt: skip
+        return self.insert([job], conn)[0]
+
+    async def enqueue_async(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        conn: Any = None,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+    ) -> int:
+        """``enqueue`` for async code: ``conn=`` takes a psycopg ``AsyncConnection`` or a
+        SQLAlchemy ``AsyncConnection`` / ``AsyncSession``."""
+        job = self.new_job(
+            job_type, payload, run_after=run_after, unique_key=unique_key,
+            unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts,
+        )  # fmt: skip
+        if conn is None:
+            import asyncio
+
+            return (await asyncio.to_thread(self.insert, [job]))[0]
+        from .store.foreign import insert_on_async
+
+        return (await insert_on_async(self.runtime.store, conn, [job]))[0]
+
+    def enqueue_many(
+        self,
+        jobs: Iterable[
+            tuple[str, Mapping[str, Any]] | tuple[str, Mapping[str, Any], dict[str, Any]]
+        ],
+        *,
+        conn: Any = None,
+    ) -> list[int]:
+        """Store many jobs at once: ``[(type, payload), (type, payload, {options}), ...]``.
+
+        One statement per chunk of 1,000 on Postgres, one transaction on SQLite; returns
+        the ids in input order. All or nothing: an invalid job stores none of them.
+        """
+        rows = []
+        for item in jobs:
+            job_type, payload, *rest = item
+            rows.append(self.new_job(job_type, payload, **(rest[0] if rest else {})))
+        return self.insert(rows, conn)
+
+    def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
+        """Store validated rows (``new_job``); ``conn=`` joins the caller's transaction."""
+        return self.runtime.insert(jobs, conn)

@@ -1,0 +1,112 @@
+"""Internal: the ``Queue`` methods that read jobs and ask for manual transitions (a mixin
+of the facade): get, list, attempts, retry, cancel, prune, stats."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from .errors import ConfigurationError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .job import Attempt, Job
+    from .store import SqlStore
+
+
+class Inspection:
+    """Reads and manual transitions, straight through to the store."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+
+        @property
+        def store(self) -> SqlStore: ...
+
+    def get_job(self, job_id: int) -> Job | None:
+        """The job with this id, or None."""
+        return self.store.get(job_id)
+
+    def attempts(self, job_id: int) -> list[Attempt]:
+        """Every attempt of a job, oldest first: start, end, outcome and error.
+
+        ``outcome`` is ``error``, ``cancelled`` or ``lease_expired`` for attempts that did
+        not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
+        ``done`` for the successful one and ``running`` for one in progress.
+        """
+        return self.store.attempts(job_id)
+
+    def list_jobs(
+        self,
+        status: str | None = None,
+        type: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[Job]:
+        """Jobs newest first, filtered; page with ``before_id`` = last id seen."""
+        return self.store.list_jobs(status, type, queue, limit, before_id)
+
+    def retry(self, job_id: int) -> Job:
+        """Put a failed or cancelled job back to pending, due now."""
+        return self.store.retry(job_id)
+
+    def retry_failed(
+        self,
+        type: str | None = None,
+        *,
+        batch: int = 500,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Put every failed job (of ``type``, when given) back to pending, in batches.
+
+        Returns how many were retried; ``progress(done, total)`` runs after each batch.
+        A failed job whose ``unique_key`` an active job holds stays failed.
+        """
+        if batch < 1:
+            raise ConfigurationError(f"batch must be >= 1, got {batch}")
+        total, done = self.store.count_failed(type), 0
+        while ids := self.store.retry_failed(type, batch):
+            done += len(ids)
+            if progress is not None:
+                progress(done, max(total, done))
+        return done
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a pending or running job (a running one finishes but changes nothing)."""
+        return self.store.cancel(job_id)
+
+    def delete(self, job_id: int) -> None:
+        """Delete a done, failed or cancelled job and its attempts, as ``prune`` would:
+        processed totals keep counting it. Raises ``InvalidTransition`` for an active job."""
+        from .store.browse import delete
+
+        delete(self.store, job_id)
+
+    def prune(
+        self,
+        older_than: timedelta = timedelta(days=7),
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Delete done, failed and cancelled jobs finished more than ``older_than`` ago.
+
+        Their attempts go with them; processed totals keep counting them.
+        ``progress(deleted_so_far)`` runs after each batch of 5,000.
+        """
+        if older_than < timedelta(0):
+            raise ConfigurationError(f"older_than must be >= 0, got {older_than}")
+        return self.store.prune(older_than, progress=progress)
+
+    def stats(self) -> dict[str, Any]:
+        """What the queue holds and has done, as a JSON-ready dict.
+
+        ``by_status``, ``by_queue`` and ``by_type`` (job counts), ``due`` and
+        ``oldest_due_age_seconds``, ``failed_last_hour`` (jobs that reached failed),
+        ``failed_attempts_last_hour``, ``processed[queue][type][outcome]`` (every finished
+        attempt, pruned ones included) and ``duration_seconds[queue][type]`` (``count``,
+        ``sum`` and cumulative ``buckets``): the same figures ``tickq.metrics`` exports.
+        """
+        return self.store.stats()

@@ -1,0 +1,82 @@
+"""Internal: the worker's LISTEN/NOTIFY thread, which hears enqueues made by other processes.
+
+On Postgres a thread holds a connection in LISTEN and calls ``heard(queues)`` for each
+enqueue (``heard(None)`` on every (re)connect: anything enqueued meanwhile went unheard).
+Behind a transaction pooler LISTEN hears nothing, so it needs a direct ``listen_url``;
+without one the worker polls instead.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .lease import leave_signals_to_main_thread
+from .logger import log
+from .trouble import Trouble
+from .worker_options import where
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .store import SqlStore
+
+
+class Listener:
+    """LISTEN on ``listen_url`` (or ``$TICKQ_LISTEN_URL``, or the store's own connection)."""
+
+    def __init__(
+        self, store: SqlStore, listen_url: str | None, heard: Callable[[set[str] | None], None]
+    ) -> None:
+        self.store, self.heard = store, heard
+        self.listen_url = listen_url or os.environ.get("TICKQ_LISTEN_URL") or None
+        self.listens = store.can_listen and bool(self.listen_url or not store.transaction_pooled)
+        if self.listen_url and store.can_listen:
+            self.listen_url = store.direct_url(self.listen_url)
+        self.stopped = threading.Event()
+        self._trouble = Trouble("LISTEN connection")
+
+    def start(self) -> None:
+        if self.listens:
+            threading.Thread(target=self._listen, name="tickq-listen", daemon=True).start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def went_deaf(self) -> bool:
+        """True (once) when the store has only now found a transaction pooler, where LISTEN
+        hears nothing: the listener stops and the worker must poll."""
+        if not (self.listens and not self.listen_url and self.store.transaction_pooled):
+            return False
+        self.listens = False
+        self.stop()
+        return True
+
+    def wake_up(self) -> str:
+        """How the worker hears of new jobs, in words for its start line."""
+        if not self.store.can_listen:
+            return "in-process enqueues"
+        if self.listen_url:
+            return f"LISTEN/NOTIFY on a direct connection to {where(self.listen_url)}"
+        if not self.listens:
+            return (
+                "polling only (behind a transaction pooler LISTEN hears nothing; give the "
+                "worker a direct connection with listen_url= or TICKQ_LISTEN_URL)"
+            )
+        return "LISTEN/NOTIFY"
+
+    def _listen(self) -> None:
+        leave_signals_to_main_thread()
+        while not self.stopped.is_set():
+            try:
+                self.store.listen(self._listening, self.stopped, self.listen_url)
+            except Exception as exc:
+                self.stopped.wait(self._trouble.happened(exc))
+
+    def _listening(self, queues: set[str] | None) -> None:
+        # (Re)connected: anything enqueued meanwhile was not heard, so look.
+        if queues is None and not self._trouble.over():
+            log.info("tickq worker listening for enqueues (LISTEN/NOTIFY)",
+                     extra={"event": "listening"})  # fmt: skip
+        self.heard(queues)

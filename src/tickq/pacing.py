@@ -1,0 +1,111 @@
+"""Internal: when the worker looks, claims, records and sleeps — decisions only, no I/O.
+
+``Pacing`` reads time from the clock it is given (``clock.monotonic`` of the queue's clock),
+so its rules are tested with a ``FrozenClock`` instead of sleeping. The worker tells it
+what happened (a look, a rescue, a schedule pass, a retry) and asks it what to do next.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+LOOK_AGAIN = 0.05
+"""After a short claim while jobs are due (other workers held the rows): look again soon."""
+BATCH_WAIT = 0.005
+"""How long a finished job may wait for others to finish, so they share one round trip."""
+STALL = 1.0
+"""Jobs waiting in line are given back when no slot has freed up for this many seconds."""
+
+
+class Pacing:
+    """The worker's timetable: next poll, next rescue, next schedule slot, batch timing."""
+
+    def __init__(
+        self, clock: Callable[[], float], poll_interval: float, lease_seconds: float
+    ) -> None:
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self.rescue_every = min(lease_seconds / 4, poll_interval)
+        self.next_poll = self.next_rescue = self.next_slot = 0.0
+        self.unrecorded_since = 0.0
+
+    def poll_every(self, seconds: float) -> None:
+        """Poll (and rescue) at least every ``seconds`` from now on."""
+        self.poll_interval = seconds
+        self.rescue_every = min(self.rescue_every, seconds)
+
+    # -- what happened ------------------------------------------------------------------
+    def rescued(self) -> None:
+        self.next_rescue = self.clock() + self.rescue_every
+
+    def slots_enqueued(self, next_slot_in: float) -> None:
+        """Schedule slots were enqueued; the next one comes due in ``next_slot_in`` s."""
+        self.next_slot = self.clock() + max(0.0, next_slot_in)
+
+    def looked(self, at: float, due_in: float | None) -> None:
+        """A claim at ``at`` found fewer jobs than asked; the next is due in ``due_in`` s."""
+        wait = self.poll_interval if due_in is None else min(
+            self.poll_interval, max(due_in, LOOK_AGAIN)
+        )  # fmt: skip
+        self.next_poll = at + wait
+
+    def retry_soon(self, delays: list[float]) -> None:
+        """Jobs retry after ``delays``: look again when the first comes due."""
+        if delays:
+            self.next_poll = min(self.next_poll, self.clock() + min(delays))
+
+    def first_unrecorded(self) -> None:
+        """An outcome now waits to be recorded: its batch's clock starts."""
+        self.unrecorded_since = self.clock()
+
+    # -- what to do ---------------------------------------------------------------------
+    def rescue_due(self) -> bool:
+        return self.clock() >= self.next_rescue
+
+    def slots_due(self) -> bool:
+        return self.clock() >= self.next_slot
+
+    def stalled(self, waiting: int, last_progress: float) -> bool:
+        """Jobs wait in line and no slot has freed up for ``STALL`` seconds."""
+        return bool(waiting) and self.clock() - last_progress > STALL
+
+    def claimable(self, free: int, due: bool) -> int:
+        """How many jobs to claim with ``free`` slots: none until something may be due."""
+        if free <= 0 or not (due or self.clock() >= self.next_poll):
+            return 0
+        return free
+
+    def batch_ready(self, free: int, target: int) -> bool:
+        """Jobs started together tend to finish together: record once half the target is
+        free, or once the first outcome has waited ``BATCH_WAIT``."""
+        return free * 2 >= target or self.batch_deadline() <= self.clock()
+
+    def batch_deadline(self) -> float:
+        return self.unrecorded_since + BATCH_WAIT
+
+    def idle_for(
+        self,
+        *,
+        unrecorded: bool,
+        schedules: bool,
+        waiting: int,
+        last_progress: float,
+        free: int,
+        due: bool,
+    ) -> float:
+        """How long the worker may sleep before something needs doing."""
+        now = self.clock()
+        if unrecorded:
+            return max(0.0, self.batch_deadline() - now)
+        deadlines = [self.next_rescue]
+        if schedules:
+            deadlines.append(self.next_slot)
+        if waiting:
+            deadlines.append(last_progress + STALL)
+        if free > 0:
+            if due:
+                return 0.0
+            deadlines.append(self.next_poll)
+        return max(0.0, min(deadlines) - now)

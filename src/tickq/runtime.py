@@ -1,0 +1,140 @@
+"""Internal: the ``Runtime``, everything the drivers need of a ``Queue`` and no more.
+
+The ``Queue`` facade builds one and hands it (or a narrower part of it) to the cycle, the
+tick, the worker and the pool; none of them imports the facade.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .clock import monotonic_of
+from .logger import log
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from datetime import datetime, timedelta
+    from typing import Any
+
+    from .clock import Clock
+    from .job import Job, NewJob
+    from .lease import LeaseKeeper
+    from .registry import JobDefinition, Registry
+    from .schedule import ScheduleDefinition
+    from .store import SqlStore
+
+    Hook = Callable[[Job], Any]
+
+
+class Runtime:
+    """Store, job registry, schedules, lease settings and owner, and failure/retry hooks."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        registry: Registry,
+        lease_seconds: float,
+        strict: bool,
+    ) -> None:
+        self.store, self.registry = store, registry
+        self.lease_seconds, self.strict = lease_seconds, strict
+        self.schedules: dict[str, ScheduleDefinition] = {}
+        self.failure_hooks: list[Hook] = []
+        self.retry_hooks: list[Hook] = []
+        self._owner: tuple[int, str] | None = None
+        self._keeper: tuple[int, LeaseKeeper] | None = None
+
+    @property
+    def clock(self) -> Clock:
+        return self.store.clock
+
+    def monotonic(self) -> float:
+        """The clock's monotonic reading: time budgets and the worker's pacing use it."""
+        return monotonic_of(self.store.clock)()
+
+    @property
+    def owner(self) -> str:
+        """Who holds the leases this process takes: host, pid and a random tag."""
+        pid = os.getpid()
+        if self._owner is None or self._owner[0] != pid:
+            self._owner = (pid, f"{_hostname()}:{pid}:{os.urandom(4).hex()}")
+        return self._owner[1]
+
+    @property
+    def lease_keeper(self) -> LeaseKeeper:
+        """This process's keeper of the leases ``process_jobs`` and ``tick`` hold."""
+        pid = os.getpid()
+        if self._keeper is None or self._keeper[0] != pid:
+            from .lease import LeaseKeeper
+
+            self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
+        return self._keeper[1]
+
+    def idle(self) -> None:
+        """Let the lease keeper's thread end if it holds nothing (``Queue.close``)."""
+        if self._keeper is not None:
+            self._keeper[1].idle()
+
+    def definition(self, job_type: str) -> JobDefinition | None:
+        return self.registry.definition(job_type)
+
+    def job_names(self) -> list[str]:
+        return self.registry.job_names()
+
+    def notify_failed(self, job: Job) -> None:
+        """Run failure hooks; a hook that raises is logged and never stops the caller."""
+        log.error("job %s %s failed after %s attempt(s): %s", job.id, job.type, job.attempts,
+                  (job.last_error or "").split("\n", 1)[0])  # fmt: skip
+        run_hooks(self.failure_hooks, job)
+
+    def notify_retried(self, job: Job) -> None:
+        """Run retry hooks (a failed attempt, retried later); a hook that raises is logged."""
+        run_hooks(self.retry_hooks, job)
+
+    def new_job(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NewJob:
+        """Validate one job and return the row to insert (no I/O)."""
+        from .enqueue import new_job
+
+        return new_job(
+            self.registry, self.strict, self.clock, job_type, payload, run_after=run_after,
+            unique_key=unique_key, unique_scope=unique_scope, priority=priority, queue=queue,
+            max_attempts=max_attempts, meta=meta,
+        )  # fmt: skip
+
+    def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
+        """Store ``jobs``; with ``conn`` in the caller's open transaction."""
+        if conn is None:
+            return self.store.insert(jobs)
+        from .store.foreign import insert_on
+
+        return insert_on(self.store, conn, jobs)
+
+
+def run_hooks(hooks: Sequence[Hook], job: Job) -> None:
+    for hook in hooks:
+        try:
+            hook(job)
+        except Exception:
+            log.exception("tickq hook %r raised for job %s", hook, job.id)
+
+
+def _hostname() -> str:
+    try:
+        return os.uname().nodename
+    except AttributeError:  # Windows
+        import platform
+
+        return platform.node()

@@ -1,0 +1,125 @@
+"""The worker's pacing rules (``tickq.pacing.Pacing``), on a ``FrozenClock``: no sleeping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tickq import FrozenClock
+from tickq.clock import SystemClock, monotonic_of
+from tickq.pacing import BATCH_WAIT, LOOK_AGAIN, STALL, Pacing
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(datetime(2026, 5, 4, 9, 0, tzinfo=UTC))
+
+
+def pacing(clock: FrozenClock, poll: float = 5.0, lease: float = 60.0) -> Pacing:
+    return Pacing(clock.monotonic, poll, lease)
+
+
+def test_the_frozen_clock_monotonic_reading_moves_with_it_and_never_back(
+    clock: FrozenClock,
+) -> None:
+    assert clock.monotonic() == 0.0
+    clock.advance(seconds=1.5)
+    clock.advance(timedelta(minutes=1))
+    assert clock.monotonic() == 61.5
+    clock.set(clock.now() - timedelta(hours=1))  # the wall clock may go back...
+    assert clock.monotonic() == 61.5  # ...the monotonic reading doesn't
+    clock.set(clock.now() + timedelta(hours=2))
+    assert clock.monotonic() == 61.5 + 7200
+
+
+def test_a_clock_without_a_monotonic_reading_falls_back_to_time_monotonic() -> None:
+    class WallOnly:
+        def now(self) -> datetime:
+            return datetime.now(UTC)
+
+    import time
+
+    assert monotonic_of(WallOnly()) is time.monotonic
+    assert monotonic_of(SystemClock())() == pytest.approx(time.monotonic(), abs=1.0)
+
+
+def test_rescue_comes_due_every_quarter_lease_or_poll_whichever_is_shorter(
+    clock: FrozenClock,
+) -> None:
+    p = pacing(clock, poll=5.0, lease=12.0)
+    assert p.rescue_due()  # at start
+    p.rescued()
+    assert not p.rescue_due()
+    clock.advance(seconds=2.9)
+    assert not p.rescue_due()
+    clock.advance(seconds=0.1)  # lease 12 / 4 = 3 s
+    assert p.rescue_due()
+    p.poll_every(1.0)  # a transaction pooler found: poll (and rescue) every second
+    p.rescued()
+    clock.advance(seconds=1.0)
+    assert p.rescue_due()
+
+
+def test_claims_only_free_slots_and_only_when_something_may_be_due(clock: FrozenClock) -> None:
+    p = pacing(clock, poll=5.0)
+    assert p.claimable(free=3, due=False) == 3  # nothing looked at yet: look
+    assert p.claimable(free=0, due=True) == 0
+    p.looked(clock.monotonic(), due_in=None)  # nothing pending: wait a poll interval
+    assert p.claimable(free=3, due=False) == 0
+    assert p.claimable(free=3, due=True) == 3  # an enqueue woke the worker
+    clock.advance(seconds=5)
+    assert p.claimable(free=2, due=False) == 2
+
+
+def test_the_next_look_is_when_the_next_job_comes_due_but_not_too_soon(
+    clock: FrozenClock,
+) -> None:
+    p = pacing(clock, poll=5.0)
+    p.looked(clock.monotonic(), due_in=2.0)
+    assert p.next_poll == 2.0
+    p.looked(clock.monotonic(), due_in=0.0)  # due now, other workers held the rows
+    assert p.next_poll == LOOK_AGAIN
+    p.looked(clock.monotonic(), due_in=60.0)
+    assert p.next_poll == 5.0
+    p.retry_soon([1.0, 3.0])  # a retry due in 1 s comes before the poll
+    assert p.next_poll == 1.0
+    p.retry_soon([])
+    assert p.next_poll == 1.0
+
+
+def test_outcomes_wait_for_half_the_slots_or_the_batch_wait(clock: FrozenClock) -> None:
+    p = pacing(clock)
+    p.first_unrecorded()
+    assert not p.batch_ready(free=1, target=8)
+    assert p.batch_ready(free=4, target=8)
+    clock.advance(seconds=BATCH_WAIT)
+    assert p.batch_ready(free=1, target=8)
+
+
+def test_idle_time_is_until_the_first_thing_that_needs_doing(clock: FrozenClock) -> None:
+    p = pacing(clock, poll=5.0, lease=60.0)
+    p.rescued()  # next rescue in 5 s
+    p.looked(clock.monotonic(), due_in=2.0)
+    quiet = dict(unrecorded=False, schedules=False, waiting=0, last_progress=0.0)
+    assert p.idle_for(**quiet, free=1, due=False) == 2.0
+    assert p.idle_for(**quiet, free=1, due=True) == 0.0
+    assert p.idle_for(**quiet, free=0, due=True) == 5.0  # busy: only the rescue
+    p.slots_enqueued(next_slot_in=0.5)
+    assert p.idle_for(**{**quiet, "schedules": True}, free=0, due=False) == 0.5
+    busy = {**quiet, "waiting": 2, "last_progress": clock.monotonic()}
+    assert p.idle_for(**busy, free=0, due=False) == STALL
+    p.first_unrecorded()
+    clock.advance(seconds=BATCH_WAIT / 2)
+    assert p.idle_for(**{**quiet, "unrecorded": True}, free=1, due=True) == pytest.approx(
+        BATCH_WAIT / 2
+    )
+
+
+def test_jobs_waiting_in_line_stall_after_a_second_without_progress(clock: FrozenClock) -> None:
+    p = pacing(clock)
+    start = clock.monotonic()
+    assert not p.stalled(waiting=0, last_progress=start - 10)
+    assert not p.stalled(waiting=3, last_progress=start)
+    clock.advance(seconds=STALL + 0.01)
+    assert p.stalled(waiting=3, last_progress=start)
