@@ -145,7 +145,7 @@ app = Flask(__name__)
 app.register_blueprint(q.flask_blueprint())  # POST /api/cron/tick, GET /api/cron/health
 
 
-def problem(message: str, status: int = 400) -> tuple[dict[str, str], int]:
+def problem(message: str, status: int = 400) -> tuple[dict[str, object], int]:
     return {"error": message}, status
 
 
@@ -154,7 +154,7 @@ class Invalid(ValueError):
 
 
 @app.errorhandler(Invalid)
-def invalid(exc: Invalid) -> tuple[dict[str, str], int]:
+def invalid(exc: Invalid) -> tuple[dict[str, object], int]:
     return problem(str(exc))
 
 
@@ -189,7 +189,7 @@ def signup() -> tuple[dict[str, object], int]:
         with engine.begin() as conn:  # ONE transaction: the user and the welcome email job
             user_id = conn.execute(
                 users.insert().values(email=email, name=name, tz=tz)
-            ).inserted_primary_key[0]
+            ).inserted_primary_key[0]  # type: ignore[index]
             send_welcome_email.enqueue(user_id=user_id, conn=conn)
     except IntegrityError:  # duplicate e-mail: the user AND the job are rolled back
         return problem(f"{email} has already signed up", 409)
@@ -226,7 +226,7 @@ def create_booking() -> tuple[dict[str, object], int]:
             return problem(f"no user with id {user_id}", 404)
         booking_id = conn.execute(
             bookings.insert().values(user_id=user_id, title=title, starts_at=starts_at)
-        ).inserted_primary_key[0]
+        ).inserted_primary_key[0]  # type: ignore[index]
     return {"id": booking_id, "starts_at": starts_at.isoformat()}, 201
 
 

@@ -103,7 +103,8 @@ def render(queue: HasStats) -> str:
     prometheus = _prometheus()
     registry = prometheus.CollectorRegistry(auto_describe=False)
     registry.register(TickqCollector(queue))
-    return prometheus.generate_latest(registry).decode()
+    text: bytes = prometheus.generate_latest(registry)
+    return text.decode()
 
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

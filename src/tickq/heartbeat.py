@@ -61,7 +61,8 @@ def ping(url: str, ok: bool, body: bytes = b"", timeout: float = PING_TIMEOUT) -
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read(1024)
-            return 200 <= response.status < 300
+            status: int = response.status
+            return 200 <= status < 300
     except (OSError, ValueError) as exc:
         log.warning("tickq heartbeat ping to %s failed: %s", shown(target), exc)
         return False

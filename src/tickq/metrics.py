@@ -30,7 +30,8 @@ def MetricsApp(queue: TickTarget, token: str | None = None, path: str = "/metric
     ``token=`` or ``TICKQ_METRICS_TOKEN`` (503 while unset, 401 when missing or wrong).
     """
     from .web.asgi import AsgiApp
-    from .web.endpoint import Endpoint, EndpointOptions
+    from .web.endpoint import Endpoint
+    from .web.options import EndpointOptions
 
     endpoint = Endpoint(queue, EndpointOptions(metrics=True, metrics_path=path,
                                                metrics_token=token))  # fmt: skip

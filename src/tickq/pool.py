@@ -150,15 +150,13 @@ class JobPool:
                 self._free += 1
                 return None
             job = self._line.popleft()
-            if not sync or self.skip(job) or self._is_async(job):
-                self._free += 1
-                self._line.appendleft(job)
-                job = None
-            else:
+            if sync and not self.skip(job) and not self._is_async(job):
                 self._sync += 1
-        if job is None:
-            self._start_next()
-        return job
+                return job
+            self._free += 1
+            self._line.appendleft(job)
+        self._start_next()
+        return None
 
     def _is_async(self, job: Job) -> bool:
         definition = self.registry.definition(job.type)

@@ -359,7 +359,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
             else:
                 # The schedule's max_delay is about its slots; the job type gets none of
                 # its own, so `tickq plan` doesn't also treat it as enqueued by the app.
-                job = self.job(fn, name=name)
+                job = self.job(name=name)(fn)
                 try:
                     check_no_arguments_needed(job.definition)
                 except ConfigurationError:

@@ -88,7 +88,7 @@ def _plain(fn: Callable[..., Any]) -> bool:
 def _inspected(fn: Callable[..., Any]) -> list[Parameter]:
     import inspect
 
-    kinds = {inspect.Parameter.POSITIONAL_ONLY: "positional",
+    kinds: dict[inspect._ParameterKind, str] = {inspect.Parameter.POSITIONAL_ONLY: "positional",
              inspect.Parameter.VAR_POSITIONAL: "*args",
              inspect.Parameter.VAR_KEYWORD: "**kwargs"}  # fmt: skip
     return [

@@ -31,7 +31,7 @@ class Trouble:
         if not self.failures:
             self.since = monotonic()
         self.failures += 1
-        delay = min(self.CAP, self.FIRST * 2 ** (self.failures - 1))
+        delay = min(self.CAP, self.FIRST * 2.0 ** (self.failures - 1))
         delay *= random.uniform(0.8, 1.2)  # workers that lost the database together spread out
         extra = {"event": f"{self.what.split()[0].lower()}_unavailable", "failures": self.failures}
         if self.failures > 3 and self.failures % self.LOG_EVERY:

@@ -8,16 +8,17 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any, Unpack
+    from typing import Any, TypeAlias, Unpack
 
     from .dashboard import Dashboard
     from .dashboard.adapters import DashboardAsgi, DashboardWsgi
+    from .dashboard.host import Queue as DashboardHost
     from .web.asgi import AsgiApp
     from .web.endpoint import Endpoint, TickTarget
     from .web.options import EndpointSettings
     from .web.wsgi import WsgiApp
 
-    DashboardOption = bool | Mapping[str, Any] | Dashboard
+    DashboardOption: TypeAlias = bool | Mapping[str, Any] | Dashboard
 
 
 class WebFactories:
@@ -29,7 +30,8 @@ class WebFactories:
 
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints behind every adapter below."""
-        from .web.endpoint import Endpoint, EndpointOptions
+        from .web.endpoint import Endpoint
+        from .web.options import EndpointOptions
 
         return Endpoint(self._tick_target(), EndpointOptions(**options))
 
@@ -59,7 +61,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import DashboardAsgi
 
-        return DashboardAsgi(as_dashboard(self, dashboard), app)  # type: ignore[arg-type]
+        return DashboardAsgi(as_dashboard(self._dashboard_host(), dashboard), app)
 
     def wsgi_app(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
@@ -73,7 +75,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import DashboardWsgi
 
-        return DashboardWsgi(as_dashboard(self, dashboard), app)  # type: ignore[arg-type]
+        return DashboardWsgi(as_dashboard(self._dashboard_host(), dashboard), app)
 
     def flask_blueprint(
         self,
@@ -91,7 +93,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import add_flask_rules
 
-        return add_flask_rules(bp, as_dashboard(self, dashboard))  # type: ignore[arg-type]
+        return add_flask_rules(bp, as_dashboard(self._dashboard_host(), dashboard))
 
     def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
         """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
@@ -113,7 +115,10 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import django_urls
 
-        return patterns + django_urls(as_dashboard(self, dashboard))  # type: ignore[arg-type]
+        return patterns + django_urls(as_dashboard(self._dashboard_host(), dashboard))
+
+    def _dashboard_host(self) -> DashboardHost:
+        return self  # type: ignore[return-value]  # the Queue this mixin is part of
 
     def _tick_target(self) -> TickTarget:
         return self  # type: ignore[return-value]  # the Queue this mixin is part of

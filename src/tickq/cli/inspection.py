@@ -57,7 +57,9 @@ def _command(
     id_metavar: str | None = None,
     id_required: bool = True,
 ) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, help=help_text, description=help_text)
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help_text, description=help_text
+    )
     metavar = f"[APP] {id_metavar}" if id_metavar else "APP"
     parser.add_argument("targets", nargs="*", metavar=metavar,
                         help="APP is module:attribute naming your Queue (default: $TICKQ_APP)"

@@ -44,7 +44,8 @@ def age(seconds: float | None) -> str:
         return "-"
     if seconds < 10:
         return f"{seconds:.1f}s"
-    parts, rest = [], int(seconds)
+    parts: list[str] = []
+    rest = int(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if rest >= size or (unit == "s" and not parts):
             parts.append(f"{rest // size}{unit}")

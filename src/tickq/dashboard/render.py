@@ -35,7 +35,8 @@ def environment() -> Any:
 
 
 def render(template: str, **context: Any) -> bytes:
-    return environment().get_template(template).render(**context).encode("utf-8")
+    page: str = environment().get_template(template).render(**context)
+    return page.encode("utf-8")
 
 
 def static_file(name: str) -> tuple[bytes, str] | None:

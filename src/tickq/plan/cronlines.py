@@ -140,7 +140,8 @@ def shifted(days: tuple[str, str, str], shift: int, need: str) -> tuple[str, str
     if dom == "*" and month == "*" and not any(c in dow.upper() for c in "L#"):
         from cronsim import CronSim
 
-        weekdays = {int(w) % 7 for w in CronSim(f"0 0 * * {dow}", datetime(2000, 1, 1)).weekdays}
+        sim = CronSim(f"0 0 * * {dow}", datetime(2000, 1, 1))
+        weekdays = {w % 7 for w in sim.weekdays if isinstance(w, int)}  # no L or #: no tuples
         return dom, month, field(frozenset((w + shift) % 7 for w in weekdays), 7)
     raise NoLines(
         f"{need or 'a schedule'}: some of its times fall on the day "

@@ -168,7 +168,9 @@ class Endpoint:
         """Check and run ``request`` here (blocking); for WSGI and framework views."""
         route = route or self.find(request.path)
         refused = self.check(route, request)
-        return refused if refused or route is None else route.handler(request)
+        if refused is not None or route is None:  # check() answers 404 for no route
+            return refused or error(404, f"no tickq endpoint at {request.path!r}")
+        return route.handler(request)
 
     def authorize(self, request: Request) -> Response | None:
         secrets = self.options.secrets()

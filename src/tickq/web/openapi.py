@@ -132,7 +132,7 @@ def metrics_operations() -> dict[str, Any]:
             retry_after=True,
         ),
     }
-    security = [{"metricsToken": []}]
+    security: list[dict[str, list[str]]] = [{"metricsToken": []}]
     return {
         "get": {"operationId": "metrics_get", "summary": "Queue metrics for Prometheus",
                 "security": security, "responses": responses},
