@@ -37,7 +37,8 @@ class Outcome(Frozen):
     """What one attempt came to: ``kind`` is complete, retry_later, fail or cancel_running."""
 
     __slots__ = ()
-    _fields = ("job", "kind", "error", "delay", "duration")
+    _fields = ("job", "kind", "error", "delay", "duration", "result")
+    _docs = {"result": "The job function's return value as JSON text (complete only), or None."}
 
     if TYPE_CHECKING:
         job: Job
@@ -45,12 +46,13 @@ class Outcome(Frozen):
         error: str | None
         delay: float
         duration: float
+        result: str | None
 
     def __new__(
         cls, job: Job, kind: str, error: str | None = None, delay: float = 0.0,
-        duration: float = 0.0,
+        duration: float = 0.0, result: str | None = None,
     ) -> Outcome:  # fmt: skip
-        return tuple.__new__(cls, (job, kind, error, delay, duration))
+        return tuple.__new__(cls, (job, kind, error, delay, duration, result))
 
 
 class TickState(Frozen):
@@ -213,13 +215,14 @@ class SqlStore:
         (the job then has an ``Unreadable`` payload saying why)."""
         (id_, type_, queue, payload, status, priority, attempts, max_attempts, run_after,
          last_error, unique_key, created_at, updated_at, attempted_at, finished_at, lease_owner,
-         lease_expires_at, meta) = row  # fmt: skip
+         lease_expires_at, meta, result) = row  # fmt: skip
         ts, js = self._lenient_ts, self._lenient_json
         payload, priority, max_attempts = self._vetted(payload, priority, attempts, max_attempts)
         return Job(
             id_, type_, queue, payload, STATES[status], priority, attempts, max_attempts,
             ts(run_after), last_error, unique_key, ts(created_at), ts(updated_at),  # type: ignore[arg-type]
             ts(attempted_at), ts(finished_at), lease_owner, ts(lease_expires_at), js(meta),
+            js(result),
         )  # fmt: skip
 
     def claimed_from_row(self, row: Sequence[Any], owner: str) -> Job:

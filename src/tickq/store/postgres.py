@@ -249,6 +249,7 @@ class PostgresStore(SqlStore):
             "ids": number_array([o.job.id for o in completed]),
             "attempts": number_array([o.job.attempts for o in completed]),
             "durations": number_array([o.duration for o in completed]),
+            "results": _results(completed),
         }  # fmt: skip
 
     def _decode_ts(self, value: Any) -> datetime | None:
@@ -306,6 +307,12 @@ def hung_up(conn: Any) -> bool:
         return bool(select.select([conn.fileno()], [], [], 0)[0])
     except (OSError, ValueError):
         return True
+
+
+def _results(completed: Sequence[Outcome]) -> list[str | None] | None:
+    """Each job's result as JSON text, or None for the whole batch when none returned one."""
+    results = [o.result for o in completed]
+    return results if any(r is not None for r in results) else None
 
 
 def number_array(numbers: list[int] | list[float]) -> str:

@@ -198,8 +198,8 @@ class SQLiteStore(SqlStore):
         return dumps(list(ids))
 
     def _complete_params(self, owner: str, completed: Sequence[Outcome]) -> dict[str, Any]:
-        # [[id, attempt, duration], ...]: the complete query reads it with json_each.
-        pairs = dumps([[o.job.id, o.job.attempts, o.duration] for o in completed])
+        # [[id, attempt, duration, result], ...]: the complete query reads it with json_each.
+        pairs = dumps([[o.job.id, o.job.attempts, o.duration, o.result] for o in completed])
         return {"owner": owner, "now": self._now(), "pairs": pairs}
 
     def integrity_errors(self) -> tuple[type[BaseException], ...]:
