@@ -1,6 +1,5 @@
-from django.urls import include, path
-
 from bookings import views
+from django.urls import include, path
 
 urlpatterns = [
     path("signup", views.signup),

@@ -7,13 +7,13 @@ import os
 from datetime import timedelta
 
 import pytest
+from bookings.models import Booking, SentEmail, User
+from bookings.tasks import send_booking_reminders, send_welcome_email
 from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from bookings.models import Booking, SentEmail, User
-from bookings.tasks import send_booking_reminders, send_welcome_email
 from dj_tests import tasks
 from tickq.contrib.django import TickqBackend, queue
 from tickq.contrib.django.compat import (
