@@ -114,3 +114,36 @@ def test_the_tickq_cli_sets_django_up(backend: str, database_url: str) -> None:
     out = run(python, "-m", "tickq", "tick", "dj_tests.plain:q", url=database_url,
               DJANGO_SETTINGS_MODULE="bookings_site.settings")  # fmt: skip
     assert json.loads(out)["jobs"]["succeeded"] == 1, out
+
+
+def test_the_worker_command_runs_until_sigterm(backend: str, database_url: str) -> None:
+    import signal
+    import time
+
+    python = python_for("5.2+backport")
+    run(python, "manage.py", "migrate", "--noinput", url=database_url)
+    env = {**os.environ, "BOOKINGS_DATABASE_URL": database_url, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    worker = subprocess.Popen(
+        [python, "manage.py", "tickq_worker", "--queues", "emails", "--concurrency", "2"],
+        cwd=EXAMPLE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        enqueue = (
+            "from bookings.tasks import send_welcome_email as t; print(t.enqueue('w@x.io').id)"
+        )
+        job_id = run(python, "manage.py", "shell", "-c", enqueue, url=database_url).split()[-1]
+        check = (
+            "from bookings.tasks import send_welcome_email as t; "
+            f"print(t.get_result('{job_id}').status)"
+        )
+        deadline = time.monotonic() + 30
+        status = ""
+        while time.monotonic() < deadline and status != "SUCCESSFUL":
+            status = run(python, "manage.py", "shell", "-c", check, url=database_url).split()[-1]
+            time.sleep(0.2)
+        assert status == "SUCCESSFUL"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=30)
+    assert worker.returncode == 0, out

@@ -1,6 +1,7 @@
 """Tasks the tests need besides the example's own."""
 
 import asyncio
+import time
 
 try:
     from django.tasks import task
@@ -41,3 +42,8 @@ def high(n: int) -> int:
 @task()
 def returns_a_tuple() -> tuple:
     return (1, "two")
+
+
+@task(max_attempts=1, timeout=0.1)
+def too_slow() -> None:
+    time.sleep(0.5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -54,6 +55,7 @@ class TickqBackend(BaseTaskBackend):  # type: ignore[misc]
         self._tasks: dict[str, TickqTask] = {}
         self._schedules: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._queue: Queue | None = None
+        self._lock = threading.Lock()
 
     # -- the tickq Queue behind it ------------------------------------------------------
     @property
@@ -61,11 +63,12 @@ class TickqBackend(BaseTaskBackend):  # type: ignore[misc]
         """The tickq ``Queue`` storing this backend's jobs in ``DATABASES[DATABASE]``; built
         again when Django's settings for it change (a test run's test database)."""
         url = database_url(self.database)
-        if self._queue is None or self._queue.url != url:
-            if self._queue is not None:
-                self._queue.close()
-            self._queue = self._build(url)
-        return self._queue
+        with self._lock:
+            if self._queue is None or self._queue.url != url:
+                if self._queue is not None:
+                    self._queue.close()
+                self._queue = self._build(url)
+            return self._queue
 
     def _build(self, url: str) -> Queue:
         q = Queue(url)
@@ -128,7 +131,15 @@ class TickqBackend(BaseTaskBackend):  # type: ignore[misc]
         if module_path not in self._tasks:
             from django.utils.module_loading import import_string
 
-            import_string(module_path)  # defining the task registers it
+            try:
+                import_string(module_path)  # defining the task registers it
+            except ImportError as exc:
+                raise ConfigurationError(
+                    f"job type {module_path!r} names a task this process can't import ({exc}); "
+                    "define tasks in an app's tasks.py or import their module at start-up"
+                ) from None
+        if module_path not in self._tasks:
+            raise ConfigurationError(f"{module_path!r} is not a task of TASKS[{self.alias!r}]")
         return self._tasks[module_path]
 
 
