@@ -114,6 +114,13 @@ def test_the_tickq_cli_sets_django_up(backend: str, database_url: str) -> None:
     out = run(python, "-m", "tickq", "tick", "dj_tests.plain:q", url=database_url,
               DJANGO_SETTINGS_MODULE="bookings_site.settings")  # fmt: skip
     assert json.loads(out)["jobs"]["succeeded"] == 1, out
+    enqueue = "from bookings.tasks import send_welcome_email as t; print(t.enqueue('m@x.io').id)"
+    task_id = run(python, "manage.py", "shell", "-c", enqueue, url=database_url).split()[-1]
+    shown = run(python, "-m", "tickq", "show", "tickq.contrib.django:q", task_id,
+                url=database_url, DJANGO_SETTINGS_MODULE="bookings_site.settings")  # fmt: skip
+    assert "bookings.tasks.send_welcome_email" in shown and "m@x.io" in shown
+    run(python, "-m", "tickq", "migrate", "tickq.contrib.django:q", url=database_url,
+        DJANGO_SETTINGS_MODULE="bookings_site.settings")  # fmt: skip
 
 
 def test_the_worker_command_runs_until_sigterm(backend: str, database_url: str) -> None:

@@ -205,6 +205,13 @@ def test_postgres_settings_become_a_tickq_url() -> None:
     assert _postgres_url({"NAME": "x"}) == "postgresql:///x"
 
 
+def test_a_cancelled_job_reads_as_failed_without_errors() -> None:
+    result = send_welcome_email.enqueue("n@example.com")
+    queue().cancel(int(result.id))
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and result.errors == []
+
+
 def test_get_result_of_an_unknown_id() -> None:
     for bad in ("999999", "abc", "", "1" * 30):
         with pytest.raises(TaskResultDoesNotExist):

@@ -10,6 +10,7 @@
 
 Jobs are rows of tickq's tables in that Django database, enqueued on Django's own connection:
 inside ``transaction.atomic()`` they commit or roll back with your data. See docs/django.md.
+The ``tickq`` CLI reaches the default backend's Queue as ``tickq.contrib.django:q``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ __all__ = ["TickqBackend", "TickqTask", "backend_for", "queue", "schedule"]
 
 def __getattr__(name: str) -> Any:
     # Lazy: Django imports this package while it populates INSTALLED_APPS.
+    if name == "q":  # the CLI's APP: tickq jobs tickq.contrib.django:q
+        return __getattr__("queue")()
     if name in __all__:
         import importlib
 

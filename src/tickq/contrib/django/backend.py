@@ -114,6 +114,7 @@ class TickqBackend(BaseTaskBackend):  # type: ignore[misc]
         job_id = self.queue.enqueue(
             task.module_path, payload, conn=connections[self.database], queue=task.queue_name,
             priority=task.priority, run_after=task.run_after, unique_key=task.unique_key,
+            max_attempts=task.max_attempts,
         )  # fmt: skip
         return enqueued(self, task, job_id, payload)
 
