@@ -212,6 +212,16 @@ def test_a_cancelled_job_reads_as_failed_without_errors() -> None:
     assert result.status == TaskResultStatus.FAILED and result.errors == []
 
 
+def test_bad_schedules_are_refused_at_decoration() -> None:
+    from tickq import ConfigurationError
+    from tickq.contrib.django import schedule
+
+    with pytest.raises(ConfigurationError, match="needs a non-empty|cron|every"):
+        schedule("every day")(tasks.low)
+    with pytest.raises(ConfigurationError, match="called with no arguments"):
+        schedule("@daily")(tasks.low)
+
+
 def test_get_result_of_an_unknown_id() -> None:
     for bad in ("999999", "abc", "", "1" * 30):
         with pytest.raises(TaskResultDoesNotExist):

@@ -157,6 +157,28 @@ def _check_options(task: TickqTask) -> None:
         raise ConfigurationError(f"timeout must be positive seconds, got {task.timeout}")
 
 
+def _check_schedule(
+    task: TickqTask, cron: str | None, every: timedelta | None, options: dict[str, Any]
+) -> None:
+    """Refuse a bad schedule, or a task that needs arguments, at decoration time."""
+    import inspect
+
+    from ...schedule import ScheduleDefinition
+
+    name = task.module_path
+    unknown = sorted(set(options) - {"tz", "catch_up", "max_catch_up", "max_delay"})
+    if unknown:
+        raise ConfigurationError(f"schedule() of {name}: unknown options {unknown}")
+    ScheduleDefinition(name=name, job=name, cron=cron, every=every, **options)
+    try:
+        inspect.signature(task.func).bind(*([None] if task.takes_context else []))
+    except TypeError:
+        raise ConfigurationError(
+            f"scheduled task {name} is called with no arguments, but its function requires "
+            "some; give them defaults"
+        ) from None
+
+
 def _job_function(q: Queue, name: str) -> JobFunction[Any, Any]:
     definition = q.definition(name)
     if definition is None:
@@ -196,6 +218,7 @@ def schedule(
             raise ConfigurationError(
                 f"schedule() goes above @task (with TASKS using TickqBackend), got {task!r}"
             )
+        _check_schedule(task, cron, every, options)
         args = (cron,) if cron is not None else ()
         backend_for(task.backend).add_schedule(task, args, {"every": every, **options})
         return task
