@@ -216,7 +216,7 @@ def test_bad_schedules_are_refused_at_decoration() -> None:
     from tickq import ConfigurationError
     from tickq.contrib.django import schedule
 
-    with pytest.raises(ConfigurationError, match="needs a non-empty|cron|every"):
+    with pytest.raises(ConfigurationError, match=r"cron 'every day' has 2 field"):
         schedule("every day")(tasks.low)
     with pytest.raises(ConfigurationError, match="called with no arguments"):
         schedule("@daily")(tasks.low)
