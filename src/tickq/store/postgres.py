@@ -318,7 +318,7 @@ def _results(completed: Sequence[Outcome]) -> list[str | None] | None:
 
 
 def _statement_mixed_up(exc: Exception) -> bool:
-    """"bind message supplies 10 parameters, but prepared statement "_pg3_0" requires 2":
+    """ "bind message supplies 10 parameters, but prepared statement "_pg3_0" requires 2":
     behind a transaction pooler, another client's statement of that name ran instead."""
     return type(exc).__name__ == "ProtocolViolation" and "prepared statement" in str(exc)
 
