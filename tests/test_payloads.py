@@ -343,7 +343,7 @@ def test_migration_5_keeps_jsonb_payloads_of_an_existing_postgres_database(
     raw_sql(
         q, """INSERT INTO tickq_jobs (type, payload) VALUES ('echo', '{"b": 1, "a": [-0.0]}')"""
     )
-    assert q.migrate() == [v for v, _, _ in migrations("postgres")[4:]]  # 5 and later
+    assert 5 in q.migrate()  # and any later migrations
     got: list[dict[str, Any]] = []
     q.job(name="echo")(lambda **kwargs: got.append(kwargs))
     q.enqueue("echo", {"b": 1, "a": [-0.0, 1e16]})

@@ -8,6 +8,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -350,7 +351,8 @@ def test_a_statement_of_the_same_name_but_other_parameters_is_a_pooler_sign(
     q = Queue(pg_schema_url)
     q.migrate()
     ids = [_enqueue_work(q) for _ in range(8)]  # the insert gets prepared
-    conn = q.store.connection()
+    store: Any = q.store  # its own connection: connection() here, _connection() on main
+    conn = store._connection() if hasattr(store, "_connection") else store.connection()
     prepared = "SELECT name FROM pg_prepared_statements WHERE cardinality(parameter_types) > 2"
     [(insert,)] = conn.execute(prepared, prepare=False).fetchall()
     conn.execute(f"DEALLOCATE {insert}", prepare=False)

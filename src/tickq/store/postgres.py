@@ -188,7 +188,10 @@ class PostgresStore(SqlStore):
                 f"earlier one failed ({_first_line(exc)}); tickq reconnects and tries again"
             ) from exc
         except self.psycopg.OperationalError as exc:
-            if _statement_mixed_up(exc):
+            if isinstance(exc, errors.ProtocolViolation) and "prepared statement" in str(exc):
+                # "bind message supplies 10 parameters, but prepared statement "_pg3_0"
+                # requires 2": another client's statement of that name on a pooled server
+                # connection. The bind failed, so the statement never ran.
                 raise self._pooler_lost_statement(exc) from exc
             self.drop_connection()
             if refused := login_refused(str(exc)):
@@ -315,12 +318,6 @@ def _results(completed: Sequence[Outcome]) -> list[str | None] | None:
     """Each job's result as JSON text, or None for the whole batch when none returned one."""
     results = [o.result for o in completed]
     return results if any(r is not None for r in results) else None
-
-
-def _statement_mixed_up(exc: Exception) -> bool:
-    """ "bind message supplies 10 parameters, but prepared statement "_pg3_0" requires 2":
-    behind a transaction pooler, another client's statement of that name ran instead."""
-    return type(exc).__name__ == "ProtocolViolation" and "prepared statement" in str(exc)
 
 
 def number_array(numbers: list[int] | list[float]) -> str:
