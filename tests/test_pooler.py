@@ -8,6 +8,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -338,3 +339,41 @@ def test_listen_url_comes_from_tickq_listen_url_when_not_given(
     w = Worker(Queue(pg_schema_url + "&pooler=transaction").runtime)
     assert not w.listens and w.poll_interval == 1.0
     assert w._wake_up().startswith("polling only (behind a transaction pooler")
+
+
+def test_a_statement_of_the_same_name_but_other_parameters_is_a_pooler_sign(
+    pg_schema_url: str,
+) -> None:
+    # Behind a transaction pooler the server connection may hold another client's _pg3_0
+    # with other parameters: "bind message supplies 10 parameters, but prepared statement
+    # "_pg3_0" requires 2" (seen in the thousands-of-jobs test). Made here on one
+    # connection: psycopg believes the name is its insert, the server has a 2-parameter one.
+    q = Queue(pg_schema_url)
+    q.migrate()
+    ids = [_enqueue_work(q) for _ in range(8)]  # the insert gets prepared
+    store: Any = q.store  # its own connection: connection() here, _connection() on main
+    conn = store._connection() if hasattr(store, "_connection") else store.connection()
+    prepared = "SELECT name FROM pg_prepared_statements WHERE cardinality(parameter_types) > 2"
+    [(insert,)] = conn.execute(prepared, prepare=False).fetchall()
+    conn.execute(f"DEALLOCATE {insert}", prepare=False)
+    conn.execute(f"PREPARE {insert} AS SELECT CAST($1 AS int) + CAST($2 AS int)", prepare=False)
+    ids.append(_enqueue_work(q))
+    assert q.store.transaction_pooled
+    assert len(set(ids)) == 9 and len(q.list_jobs(limit=20)) == 9
+    q.close()
+
+
+def test_migrate_leaves_no_prepared_statement_behind(pg_schema_url: str) -> None:
+    # Its bookkeeping insert runs once a version; past psycopg's threshold of 5 it would be
+    # prepared, and behind a transaction pooler outlive the migration on a shared server
+    # connection (another client's first statement of that name then fails).
+    q = Queue(pg_schema_url)
+    assert len(q.migrate()) >= 6
+    store: Any = q.store
+    rows = (
+        store._connection()
+        .execute("SELECT name FROM pg_prepared_statements", prepare=False)
+        .fetchall()
+    )
+    assert rows == []
+    q.close()

@@ -33,12 +33,12 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
         return _unknown_type(job, known())
     token = _current.set(job)
     try:
-        invoke(definition, job)
+        result = dump_result(invoke(definition, job))
     except Exception as exc:
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
-    return Outcome(job, "succeeded", None, 0.0, perf_counter() - started)
+    return Outcome(job, "succeeded", None, 0.0, perf_counter() - started, result)
 
 
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
@@ -49,12 +49,29 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         return _unrunnable(job, reason, started)
     token = _current.set(job)
     try:
-        await _within(definition.fn(**job_kwargs(definition, job)), definition.timeout)
+        value = await _within(definition.fn(**job_kwargs(definition, job)), definition.timeout)
+        result = dump_result(value)
     except Exception as exc:
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
-    return Outcome(job, "succeeded", None, 0.0, perf_counter() - started)
+    return Outcome(job, "succeeded", None, 0.0, perf_counter() - started, result)
+
+
+def dump_result(value: Any) -> str | None:
+    """The job function's return value as JSON text to store (None stays NULL); a value
+    JSON can't carry fails the attempt (``Job.result`` would not give it back)."""
+    if value is None:
+        return None
+    import json
+
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(
+            f"the job returned a {type(value).__name__} that is not JSON-serialisable "
+            f"({exc}); return None, or a str, number, bool, list or dict to store a result"
+        ) from None
 
 
 def settle(job: Job, definition: JobDefinition, exc: BaseException, started: float) -> Outcome:

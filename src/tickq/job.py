@@ -144,7 +144,7 @@ def out_of_attempts(attempts: int, max_attempts: int) -> bool:
 JOB_FIELDS = (
     "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
     "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",
-    "finished_at", "lease_owner", "lease_expires_at", "meta",
+    "finished_at", "lease_owner", "lease_expires_at", "meta", "result",
 )  # fmt: skip
 """The columns of ``tickq_jobs`` a ``Job`` carries, in its order."""
 
@@ -174,6 +174,7 @@ class Job(Frozen):
         lease_owner: str | None
         lease_expires_at: datetime | None
         meta: dict[str, Any]
+        result: Any
 
     def __new__(
         cls,
@@ -195,11 +196,12 @@ class Job(Frozen):
         lease_owner: str | None = None,
         lease_expires_at: datetime | None = None,
         meta: dict[str, Any] | None = None,
+        result: Any = None,
     ) -> Job:
         return tuple.__new__(cls, (
             id, type, queue, payload, status, priority, attempts, max_attempts, run_after,
             last_error, unique_key, created_at, updated_at, attempted_at, finished_at,
-            lease_owner, lease_expires_at, {} if meta is None else meta,
+            lease_owner, lease_expires_at, {} if meta is None else meta, result,
         ))  # fmt: skip
 
     @property

@@ -32,10 +32,16 @@ def load_app(spec: str | None) -> Queue:
         raise ConfigurationError(f"APP must look like module:attribute, got {spec!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    setup_django()
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
+    except Exception as exc:
+        if _django_not_set_up(exc):
+            raise ConfigurationError(
+                f"{module_name!r} uses Django, which is not set up: set "
+                "DJANGO_SETTINGS_MODULE (e.g. mysite.settings) and run tickq again"
+            ) from exc
+        if _not_found(exc, module_name):
             raise ConfigurationError(
                 f"cannot import {module_name!r} for APP {spec!r}: run tickq from your "
                 "project's folder or put it on PYTHONPATH"
@@ -50,3 +56,28 @@ def load_app(spec: str | None) -> Queue:
     if not isinstance(target, Queue):
         raise ConfigurationError(f"{spec} is a {type(target).__name__}, not a tickq.Queue")
     return target
+
+
+def _not_found(exc: Exception, module_name: str) -> bool:
+    return (
+        isinstance(exc, ModuleNotFoundError)
+        and bool(exc.name)
+        and module_name.startswith(exc.name or "")
+    )
+
+
+def setup_django() -> None:
+    """With ``DJANGO_SETTINGS_MODULE`` set, set Django up (once) before the app is imported,
+    so jobs can use models; a worker without it would fail every job (AppRegistryNotReady)."""
+    if not os.environ.get("DJANGO_SETTINGS_MODULE"):
+        return
+    import django
+    from django.apps import apps
+
+    if not apps.ready:
+        django.setup()
+
+
+def _django_not_set_up(exc: BaseException) -> bool:
+    names = {"ImproperlyConfigured", "AppRegistryNotReady"}
+    return type(exc).__module__ == "django.core.exceptions" and type(exc).__name__ in names

@@ -1,8 +1,10 @@
 """Enqueue inside the caller's own transaction, on the caller's own connection.
 
 Accepted: ``sqlite3.Connection``; psycopg 3 ``Connection`` / ``AsyncConnection``; psycopg2
-connections; SQLAlchemy ``Connection`` / ``Session`` and ``AsyncConnection`` /
-``AsyncSession``. tickq never commits or rolls back a connection it did not open.
+connections; Django's ``connection`` / ``connections[alias]`` (its DB-API connection is
+used, inside ``transaction.atomic()`` or in autocommit); SQLAlchemy ``Connection`` /
+``Session`` and ``AsyncConnection`` / ``AsyncSession``. tickq never commits or rolls back a
+connection it did not open.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ def _unsupported(conn: Any, async_: bool) -> ConfigurationError:
     kinds = (
         "a psycopg AsyncConnection or a SQLAlchemy AsyncConnection/AsyncSession"
         if async_
-        else "a sqlite3.Connection, a psycopg/psycopg2 connection, or a SQLAlchemy "
-        "Connection/Session"
+        else "a sqlite3.Connection, a psycopg/psycopg2 connection, Django's connection, or a "
+        "SQLAlchemy Connection/Session"
     )
     return ConfigurationError(
         f"conn= got {type(conn).__module__}.{type(conn).__name__}; expected {kinds}"
@@ -56,6 +58,8 @@ def _unsupported(conn: Any, async_: bool) -> ConfigurationError:
 
 def sync_runner(store: SqlStore, conn: Any) -> SyncRun:
     """A function running tickq's named queries on ``conn``, in its open transaction."""
+    if _module(conn) == "django":
+        conn = django_dbapi(conn)
     if isinstance(conn, sqlite3.Connection):
         _check_dialect(store, "sqlite", conn)
         q = _queries("sqlite", "named")
@@ -78,6 +82,18 @@ def sync_runner(store: SqlStore, conn: Any) -> SyncRun:
     if module == "sqlalchemy":
         return _sqlalchemy_runner(store, conn)
     raise _unsupported(conn, async_=False)
+
+
+def django_dbapi(conn: Any) -> Any:
+    """The DB-API connection under Django's ``connection`` (a ``ConnectionProxy``) or
+    ``connections[alias]``, connected if need be; it carries Django's open transaction."""
+    wrapper = getattr(conn, "_connections", None)
+    if wrapper is not None:  # django.utils.connection.ConnectionProxy
+        conn = wrapper[conn._alias]
+    if not hasattr(conn, "ensure_connection"):
+        raise _unsupported(conn, async_=False)
+    conn.ensure_connection()
+    return conn.connection
 
 
 def _sqlalchemy_runner(store: SqlStore, conn: Any) -> SyncRun:

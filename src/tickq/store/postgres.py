@@ -255,6 +255,7 @@ class PostgresStore(SqlStore):
             "ids": number_array([o.job.id for o in succeeded]),
             "attempts": number_array([o.job.attempts for o in succeeded]),
             "durations": number_array([o.duration for o in succeeded]),
+            "results": _results(succeeded),
         }  # fmt: skip
 
     def _decode_ts(self, value: Any) -> datetime | None:
@@ -277,11 +278,17 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _migrating(self, conn: Any) -> Iterator[None]:
-        with conn.transaction():
-            conn.execute(  # one migrating process per schema at a time
-                "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.tickq_migrate'))"
-            )
-            yield
+        # Nothing a migration runs is worth preparing (its bookkeeping insert runs once a
+        # version): a prepared statement would outlive it on a pooled server connection.
+        threshold, conn.prepare_threshold = conn.prepare_threshold, None
+        try:
+            with conn.transaction():
+                conn.execute(  # one migrating process per schema at a time
+                    "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.tickq_migrate'))"
+                )
+                yield
+        finally:
+            conn.prepare_threshold = threshold
 
     def _run_script(self, conn: Any, sql: str) -> None:
         conn.execute(sql)  # no parameters: a script's % signs stay as written
@@ -301,6 +308,12 @@ def hung_up(conn: Any) -> bool:
         return bool(select.select([conn.fileno()], [], [], 0)[0])
     except (OSError, ValueError):
         return True
+
+
+def _results(succeeded: Sequence[Outcome]) -> list[str | None] | None:
+    """Each job's result as JSON text, or None for the whole batch when none returned one."""
+    results = [o.result for o in succeeded]
+    return results if any(r is not None for r in results) else None
 
 
 def number_array(numbers: list[int] | list[float]) -> str:

@@ -16,7 +16,7 @@ CLAIMED_COLUMNS = (
 )  # fmt: skip
 """What a claim returns: the rest of a just-claimed job is known (running, leased to the
 claimer, updated when attempted, not finished), so it is not sent back."""
-JSON_COLUMNS = ("payload", "meta")
+JSON_COLUMNS = ("payload", "meta", "result")
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                     600, 1800, 3600)  # fmt: skip

@@ -20,7 +20,8 @@ class Outcome(Frozen):
     ``record`` applies), or ``stale`` for a job handed back without running."""
 
     __slots__ = ()
-    _fields = ("job", "kind", "error", "delay", "duration")
+    _fields = ("job", "kind", "error", "delay", "duration", "result")
+    _docs = {"result": "The job function's return value as JSON text (succeeded only), or None."}
 
     if TYPE_CHECKING:
         job: Job
@@ -28,12 +29,13 @@ class Outcome(Frozen):
         error: str | None
         delay: float
         duration: float
+        result: str | None
 
     def __new__(
         cls, job: Job, kind: OutcomeKind, error: str | None = None, delay: float = 0.0,
-        duration: float = 0.0,
+        duration: float = 0.0, result: str | None = None,
     ) -> Outcome:  # fmt: skip
-        return tuple.__new__(cls, (job, kind, error, delay, duration))
+        return tuple.__new__(cls, (job, kind, error, delay, duration, result))
 
 
 RECORDED_FIELDS = (*OUTCOMES, "stale")

@@ -199,8 +199,8 @@ class SQLiteStore(SqlStore):
         return dumps(list(ids))
 
     def _succeeded_params(self, owner: str, succeeded: Sequence[Outcome]) -> dict[str, Any]:
-        # [[id, attempt, duration], ...]: the succeeded query reads it with json_each.
-        pairs = dumps([[o.job.id, o.job.attempts, o.duration] for o in succeeded])
+        # [[id, attempt, duration, result], ...]: the succeeded query reads it with json_each.
+        pairs = dumps([[o.job.id, o.job.attempts, o.duration, o.result] for o in succeeded])
         return {"owner": owner, "now": self._now(), "pairs": pairs}
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:

@@ -63,7 +63,8 @@ UPDATE tickq_jobs
 SET status = 'done', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now()),
     lease_owner = NULL, lease_expires_at = NULL,
-    duration = (CAST(:durations AS float8[]))[array_position(CAST(:ids AS bigint[]), id)]
+    duration = (CAST(:durations AS float8[]))[array_position(CAST(:ids AS bigint[]), id)],
+    result = (CAST(:results AS json[]))[array_position(CAST(:ids AS bigint[]), id)]
 WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = :owner
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id

@@ -22,13 +22,14 @@ WHERE id IN (
 RETURNING {claimed_columns}
 
 -- name: succeeded
--- :pairs is [[id, attempt, duration], ...]; UPDATE ... FROM reads each once (a correlated
--- look-up per row would cost more than the rest of the statement).
+-- :pairs is [[id, attempt, duration, result], ...] (result: JSON text or null); UPDATE ...
+-- FROM reads each once (a correlated look-up per row would cost more than the statement).
 UPDATE tickq_jobs
 SET status = 'done', finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL, duration = f.duration
+    lease_owner = NULL, lease_expires_at = NULL, duration = f.duration, result = f.result
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
-             json_extract(value, '$[2]') AS duration FROM json_each(:pairs)) AS f
+             json_extract(value, '$[2]') AS duration, json_extract(value, '$[3]') AS result
+      FROM json_each(:pairs)) AS f
 WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
   AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
 RETURNING tickq_jobs.id

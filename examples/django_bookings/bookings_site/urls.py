@@ -1,0 +1,7 @@
+from bookings import views
+from django.urls import include, path
+
+urlpatterns = [
+    path("signup", views.signup),
+    path("api/cron/", include("tickq.contrib.django.urls")),
+]

@@ -1,0 +1,49 @@
+"""Tasks the tests need besides the example's own."""
+
+import asyncio
+import time
+
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+
+
+class PaymentDeclined(Exception):
+    pass
+
+
+@task(max_attempts=2, backoff=(0,))
+def always_fails(amount: int) -> None:
+    raise PaymentDeclined(f"card declined for {amount}")
+
+
+@task(takes_context=True)
+def knows_its_context(context, label: str) -> dict:
+    return {"id": context.task_result.id, "attempt": context.attempt, "label": label}
+
+
+@task()
+async def adds_later(a: int, b: int) -> int:
+    await asyncio.sleep(0)
+    return a + b
+
+
+@task(priority=-100)
+def low(n: int) -> int:
+    return n
+
+
+@task(priority=100)
+def high(n: int) -> int:
+    return n
+
+
+@task()
+def returns_a_tuple() -> tuple:
+    return (1, "two")
+
+
+@task(max_attempts=1, timeout=0.1)
+def too_slow() -> None:
+    time.sleep(0.5)

@@ -1,0 +1,295 @@
+"""Django's Tasks API on tickq, against this project's real database (SQLite or Postgres)."""
+
+import asyncio
+import io
+import json
+import os
+from datetime import timedelta
+
+import pytest
+from bookings.models import Booking, SentEmail, User
+from bookings.tasks import send_booking_reminders, send_welcome_email
+from django.core.management import call_command
+from django.db import transaction
+from django.test import Client
+from django.utils import timezone
+
+from dj_tests import tasks
+from tickq.contrib.django import TickqBackend, queue
+from tickq.contrib.django.compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SECRET = "s3cret-token-for-the-tick-0123456789"
+
+
+def burst(*args: str) -> str:
+    out = io.StringIO()
+    call_command("tickq_worker", "--burst", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_backend_says_what_it_supports() -> None:
+    backend = task_backends["default"]
+    assert isinstance(backend, TickqBackend)
+    assert backend.supports_defer and backend.supports_async_task
+    assert backend.supports_get_result and backend.supports_priority
+
+
+def test_enqueue_inside_atomic_then_raise_leaves_no_job() -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        User.objects.create(email="a@example.com")
+        result = send_welcome_email.enqueue("a@example.com")
+        raise RuntimeError("the signup failed after the enqueue")
+    assert not User.objects.exists()
+    assert queue().get_job(int(result.id)) is None
+    with pytest.raises(TaskResultDoesNotExist):
+        send_welcome_email.get_result(result.id)
+
+
+def test_enqueue_inside_atomic_commits_with_the_data() -> None:
+    with transaction.atomic():
+        User.objects.create(email="b@example.com")
+        result = send_welcome_email.enqueue("b@example.com")
+        assert queue().get_job(int(result.id)) is None  # tickq's own connection: not yet
+    assert result.status == TaskResultStatus.READY
+    stored = send_welcome_email.get_result(result.id)
+    assert stored.status == TaskResultStatus.READY and stored.args == ["b@example.com"]
+    assert queue().get_job(int(result.id)).queue == "emails"  # type: ignore[union-attr]
+
+
+def test_enqueue_outside_a_transaction_commits_at_once() -> None:
+    result = send_welcome_email.enqueue("c@example.com")
+    assert queue().get_job(int(result.id)) is not None
+
+
+def test_the_worker_command_runs_it_and_the_result_is_successful() -> None:
+    result = send_welcome_email.enqueue("d@example.com")
+    assert "succeeded=1" in burst("--queues", "emails")
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == {"to": "d@example.com", "sent": True}
+    assert result.attempts == 1 and result.errors == []
+    assert result.enqueued_at <= result.started_at <= result.finished_at  # type: ignore[operator]
+    assert result.last_attempted_at == result.started_at
+    assert SentEmail.objects.filter(key="welcome:d@example.com").count() == 1
+
+
+def test_a_failing_task_retries_and_ends_failed_with_its_traceback() -> None:
+    result = tasks.always_fails.enqueue(42)
+    report = burst()
+    assert "retried=1" in report and "failed=1" in report
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and result.attempts == 2
+    assert [e.exception_class for e in result.errors] == [tasks.PaymentDeclined] * 2
+    assert result.errors[0].exception_class_path == "dj_tests.tasks.PaymentDeclined"
+    assert 'raise PaymentDeclined(f"card declined for {amount}")' in result.errors[-1].traceback
+    assert "card declined for 42" in result.errors[-1].traceback
+    with pytest.raises(ValueError, match="Task failed"):
+        result.return_value  # noqa: B018
+
+
+def test_failure_hooks_alert_when_a_task_ends_failed() -> None:
+    failed: list[int] = []
+    q = queue()
+    q.on_failure(lambda job: failed.append(job.id))
+    try:
+        result = tasks.always_fails.enqueue(1)
+        burst()
+    finally:
+        q.runtime.failure_hooks.clear()
+    assert failed == [int(result.id)]
+
+
+def test_takes_context_receives_djangos_task_context() -> None:
+    result = tasks.knows_its_context.enqueue(label="x")
+    burst()
+    result.refresh()
+    assert result.return_value == {"id": result.id, "attempt": 1, "label": "x"}
+
+
+def test_async_tasks_and_the_async_api() -> None:
+    async def scenario() -> object:
+        from asgiref.sync import sync_to_async
+
+        result = await tasks.adds_later.aenqueue(2, b=3)
+        await sync_to_async(burst)()
+        return await tasks.adds_later.aget_result(result.id)
+
+    result = asyncio.run(scenario())
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 5
+
+
+def test_return_values_are_json_normalised() -> None:
+    result = tasks.returns_a_tuple.enqueue()
+    burst()
+    assert tasks.returns_a_tuple.get_result(result.id).return_value == [1, "two"]
+
+
+def test_higher_django_priority_runs_first() -> None:
+    low = tasks.low.enqueue(1)
+    high = tasks.high.enqueue(2)
+    assert queue().get_job(int(high.id)).priority == 100  # type: ignore[union-attr]
+    assert queue().process_jobs(limit=1)["succeeded"] == 1
+    assert tasks.high.get_result(high.id).status == TaskResultStatus.SUCCESSFUL
+    assert tasks.low.get_result(low.id).status == TaskResultStatus.READY
+
+
+def test_run_after_defers_the_task() -> None:
+    later = timezone.now() + timedelta(hours=1)
+    result = send_welcome_email.using(run_after=later).enqueue("e@example.com")
+    burst()
+    assert send_welcome_email.get_result(result.id).status == TaskResultStatus.READY
+    assert queue().get_job(int(result.id)).run_after == later  # type: ignore[union-attr]
+
+
+def test_a_unique_key_keeps_one_pending_job() -> None:
+    first = send_welcome_email.using(unique_key="welcome:f").enqueue("f@example.com")
+    second = send_welcome_email.using(unique_key="welcome:f").enqueue("f@example.com")
+    assert first.id == second.id
+    assert send_welcome_email.using(priority=5).unique_key is None
+
+
+def test_task_options_become_tickq_options() -> None:
+    definition = queue().definition(send_welcome_email.module_path)
+    assert definition is not None and definition.max_attempts == 4
+    assert [definition.backoff(n) for n in (1, 2, 3)] == [60, 300, 1800]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"queue_name": "nope"}, "Queue 'nope' is not valid"),
+        ({"priority": 101}, "priority must be a whole number"),
+        ({"run_after": timezone.now().replace(tzinfo=None)}, "aware datetime"),
+    ],
+)
+def test_invalid_tasks_raise_invalid_task(change: dict, message: str) -> None:
+    with pytest.raises(InvalidTask, match=message):
+        send_welcome_email.using(**change)
+
+
+def test_bad_tickq_options_raise_invalid_task() -> None:
+    from tickq.contrib.django import TickqTask
+
+    def module_level(n: int) -> None: ...
+
+    module_level.__module__, module_level.__qualname__ = __name__, "module_level"
+    globals()["module_level"] = module_level
+    with pytest.raises(InvalidTask, match="max_attempts"):
+        TickqTask(func=module_level, max_attempts=0)
+
+
+def test_a_timeout_fails_the_attempt() -> None:
+    result = tasks.too_slow.enqueue()
+    burst()
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result.errors[0].exception_class_path == "tickq.errors.JobTimeout"
+
+
+def test_postgres_settings_become_a_tickq_url() -> None:
+    from tickq.contrib.django.database import _postgres_url
+
+    options = {"options": "-c search_path=s1", "sslmode": "require"}
+    settings = {"NAME": "app db", "USER": "me", "PASSWORD": "p@ss/word", "HOST": "db",
+                "PORT": 6543, "OPTIONS": options}  # fmt: skip
+    assert _postgres_url(settings) == (
+        "postgresql://me:p%40ss%2Fword@db:6543/app%20db"
+        "?options=-c%20search_path%3Ds1&sslmode=require"
+    )
+    assert _postgres_url({"NAME": "x"}) == "postgresql:///x"
+
+
+def test_a_cancelled_job_reads_as_failed_without_errors() -> None:
+    result = send_welcome_email.enqueue("n@example.com")
+    queue().cancel(int(result.id))
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and result.errors == []
+
+
+def test_bad_schedules_are_refused_at_decoration() -> None:
+    from tickq import ConfigurationError
+    from tickq.contrib.django import schedule
+
+    with pytest.raises(ConfigurationError, match=r"cron 'every day' has 2 field"):
+        schedule("every day")(tasks.low)
+    with pytest.raises(ConfigurationError, match="called with no arguments"):
+        schedule("@daily")(tasks.low)
+
+
+def test_get_result_of_an_unknown_id() -> None:
+    for bad in ("999999", "abc", "", "1" * 30):
+        with pytest.raises(TaskResultDoesNotExist):
+            send_welcome_email.get_result(bad)
+
+
+def test_the_cron_schedule_runs_through_the_tick_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRON_SECRET", SECRET)
+    Booking.objects.create(email="g@example.com", starts_at=timezone.now() + timedelta(hours=3))
+    Booking.objects.create(email="h@example.com", starts_at=timezone.now() + timedelta(days=3))
+    client = Client(enforce_csrf_checks=True)
+    assert client.post("/api/cron/tick").status_code == 401
+    assert client.post("/api/cron/tick", headers={"authorization": "Bearer wrong-token-xxxxxxxxx"}
+                       ).status_code == 401  # fmt: skip
+    answer = client.post("/api/cron/tick", headers={"authorization": f"Bearer {SECRET}"})
+    assert answer.status_code == 200, answer.content
+    report = answer.json()
+    names = [s["name"] for s in report["schedules_enqueued"]]
+    assert names == [send_booking_reminders.module_path]
+    assert report["jobs"]["succeeded"] == 1
+    assert list(SentEmail.objects.values_list("key", flat=True)) == [
+        f"reminder:{Booking.objects.get(email='g@example.com').pk}"
+    ]
+    job_id = report["schedules_enqueued"][0]["job_id"]
+    assert send_booking_reminders.get_result(str(job_id)).return_value == 1
+    again = client.post("/api/cron/tick", headers={"authorization": f"Bearer {SECRET}"})
+    assert again.json()["schedules_enqueued"] == []  # the same slot never runs twice
+
+
+def test_the_health_url_needs_the_bearer_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRON_SECRET", SECRET)
+    client = Client(enforce_csrf_checks=True)
+    bearer = {"authorization": f"Bearer {SECRET}"}
+    assert client.get("/api/cron/health").status_code == 401
+    assert client.post("/api/cron/tick", headers=bearer).status_code == 200
+    answer = client.get("/api/cron/health", headers=bearer)
+    assert answer.status_code == 200 and answer.json()["ok"] is True
+
+
+def test_the_tick_command_prints_its_report() -> None:
+    send_welcome_email.enqueue("i@example.com")
+    out = io.StringIO()
+    call_command("tickq_tick", "--limit", "5", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["jobs"]["succeeded"] >= 1  # the welcome email, and the reminder slot
+
+
+def test_signup_view_enqueues_in_the_same_transaction() -> None:
+    answer = Client().post("/signup", {"email": "j@example.com"}, content_type="application/json")
+    assert answer.status_code == 201
+    job = queue().get_job(int(answer.json()["job"]))
+    assert job is not None and job.type == send_welcome_email.module_path
+
+
+def test_conn_takes_djangos_connection_and_its_proxy() -> None:
+    from django.db import connection, connections
+
+    from tickq import Queue
+
+    q = Queue(queue().url, strict=False)
+    with transaction.atomic():
+        ids = [q.enqueue("plain", conn=connection), q.enqueue("plain", conn=connections["default"])]
+        transaction.set_rollback(True)
+    assert [q.get_job(i) for i in ids] == [None, None]
+    kept = q.enqueue("plain", conn=connection)
+    assert q.get_job(kept) is not None
+    q.close()
+
+
+def test_settings_name_the_database() -> None:
+    assert os.environ.get("BOOKINGS_DATABASE_URL", "").split(":")[0] in ("sqlite", "postgresql")

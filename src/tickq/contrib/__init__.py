@@ -1,0 +1,1 @@
+"""Integrations with web frameworks that need more than URL patterns (``tickq.contrib.django``)."""

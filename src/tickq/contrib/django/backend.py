@@ -1,0 +1,227 @@
+"""``TickqBackend``: Django's Tasks API on tickq's queue, in Django's own database."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from ...errors import ConfigurationError
+from ...job_options import check_max_attempts
+from ...queue import Queue
+from ...registry import JobFunction
+from ...retry import as_backoff
+from .compat import BaseTaskBackend, InvalidTask, Task, TaskResultDoesNotExist, normalize_json
+from .database import database_url
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TickqTask(Task):
+    """A Django ``Task`` with tickq's options, set as ``@task(...)`` keyword arguments:
+    ``max_attempts`` (default 4), ``backoff`` (seconds per retry, default 60, 300, 1800),
+    ``timeout`` (seconds) and, per enqueue, ``.using(unique_key=...)``."""
+
+    max_attempts: int | None = None
+    backoff: Sequence[float] | None = None
+    timeout: float | None = None
+    unique_key: str | None = None
+
+    def using(self, *, unique_key: str | None = None, **changes: Any) -> TickqTask:
+        """Django's ``using`` (priority, queue_name, run_after, backend), plus ``unique_key``:
+        while a job with that key is pending or running, enqueueing returns that job."""
+        task: TickqTask = Task.using(self, **changes)
+        return dataclasses.replace(task, unique_key=unique_key) if unique_key else task
+
+
+class TickqBackend(BaseTaskBackend):
+    """Runs Django tasks with tickq: retries with backoff, alerts, schedules, a worker
+    (``manage.py tickq_worker``) or a protected tick URL for hosts that sleep."""
+
+    task_class = TickqTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        self.database = self.options.get("DATABASE", "default")
+        unknown = sorted(set(self.options) - {"DATABASE"})
+        if unknown:
+            raise ConfigurationError(
+                f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {unknown}; tickq takes DATABASE"
+            )
+        self._tasks: dict[str, TickqTask] = {}
+        self._schedules: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._queue: Queue | None = None
+        self._lock = threading.Lock()
+
+    # -- the tickq Queue behind it ------------------------------------------------------
+    @property
+    def queue(self) -> Queue:
+        """The tickq ``Queue`` storing this backend's jobs in ``DATABASES[DATABASE]``; built
+        again when Django's settings for it change (a test run's test database)."""
+        url = database_url(self.database)
+        with self._lock:
+            if self._queue is None or self._queue.url != url:
+                if self._queue is not None:
+                    self._queue.close()
+                self._queue = self._build(url)
+            return self._queue
+
+    def _build(self, url: str) -> Queue:
+        q = Queue(url)
+        for task in self._tasks.values():
+            self._define(q, task)
+        for name, args, options in self._schedules:
+            q.schedule(*args, name=name, **options)(_job_function(q, name))
+        return q
+
+    def _define(self, q: Queue, task: TickqTask) -> None:
+        from .run import runner
+
+        q.job(name=task.module_path, max_attempts=task.max_attempts or 4,
+              backoff=task.backoff, timeout=task.timeout)(runner(self, task))  # fmt: skip
+
+    def add_schedule(self, task: TickqTask, args: tuple[Any, ...], options: dict[str, Any]) -> None:
+        self._schedules.append((task.module_path, args, options))
+        if self._queue is not None:
+            q = self._queue
+            q.schedule(*args, name=task.module_path, **options)(_job_function(q, task.module_path))
+
+    # -- Django's backend API -----------------------------------------------------------
+    def validate_task(self, task: Task) -> None:
+        super().validate_task(task)
+        if not isinstance(task, TickqTask):
+            raise InvalidTask(f"{task.module_path} is not a tickq task; use @task from django")
+        try:
+            _check_options(task)
+        except (ConfigurationError, TypeError, ValueError) as exc:
+            raise InvalidTask(f"{task.module_path}: {exc}") from None
+        if task.module_path not in self._tasks:
+            self._tasks[task.module_path] = task
+            if self._queue is not None:
+                self._define(self._queue, task)
+
+    def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        from django.db import connections
+
+        from .results import enqueued
+
+        self.validate_task(task)
+        payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
+        job_id = self.queue.enqueue(
+            task.module_path, payload, conn=connections[self.database], queue=task.queue_name,
+            priority=task.priority, run_after=task.run_after, unique_key=task.unique_key,
+            max_attempts=task.max_attempts,
+        )  # fmt: skip
+        return enqueued(self, task, job_id, payload)
+
+    def get_result(self, result_id: str) -> Any:
+        from .results import result_of
+
+        job_id = _job_id(result_id)
+        job = self.queue.get_job(job_id) if job_id is not None else None
+        if job is None:
+            raise TaskResultDoesNotExist(f"no tickq job with id {result_id!r}")
+        return result_of(self, job, self.queue.attempts(job.id))
+
+    def task_of(self, module_path: str) -> TickqTask:
+        """The task a job type names, imported if this process hasn't seen it yet."""
+        if module_path not in self._tasks:
+            from django.utils.module_loading import import_string
+
+            try:
+                import_string(module_path)  # defining the task registers it
+            except ImportError as exc:
+                raise ConfigurationError(
+                    f"job type {module_path!r} names a task this process can't import ({exc}); "
+                    "define tasks in an app's tasks.py or import their module at start-up"
+                ) from None
+        if module_path not in self._tasks:
+            raise ConfigurationError(f"{module_path!r} is not a task of TASKS[{self.alias!r}]")
+        return self._tasks[module_path]
+
+
+def _job_id(result_id: Any) -> int | None:
+    text = str(result_id)
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+
+
+def _check_options(task: TickqTask) -> None:
+    if task.max_attempts is not None:
+        check_max_attempts(task.max_attempts)
+    as_backoff(task.backoff)
+    if task.timeout is not None and not task.timeout > 0:
+        raise ConfigurationError(f"timeout must be positive seconds, got {task.timeout}")
+
+
+def _check_schedule(
+    task: TickqTask, cron: str | None, every: timedelta | None, options: dict[str, Any]
+) -> None:
+    """Refuse a bad schedule, or a task that needs arguments, at decoration time."""
+    import inspect
+
+    from ...schedule import ScheduleDefinition
+
+    name = task.module_path
+    unknown = sorted(set(options) - {"tz", "catch_up", "max_catch_up", "max_delay"})
+    if unknown:
+        raise ConfigurationError(f"schedule() of {name}: unknown options {unknown}")
+    ScheduleDefinition(name=name, job=name, cron=cron, every=every, **options)
+    try:
+        inspect.signature(task.func).bind(*([None] if task.takes_context else []))
+    except TypeError:
+        raise ConfigurationError(
+            f"scheduled task {name} is called with no arguments, but its function requires "
+            "some; give them defaults"
+        ) from None
+
+
+def _job_function(q: Queue, name: str) -> JobFunction[Any, Any]:
+    definition = q.definition(name)
+    if definition is None:
+        raise ConfigurationError(f"schedule() of {name}: the task is not registered")
+    return JobFunction(q, definition)
+
+
+def backend_for(alias: str = "default") -> TickqBackend:
+    """The ``TickqBackend`` configured as ``TASKS[alias]``."""
+    from .compat import task_backends
+
+    found = task_backends[alias]
+    if not isinstance(found, TickqBackend):
+        raise ConfigurationError(
+            f"TASKS[{alias!r}] is {type(found).__name__}, not tickq.contrib.django.TickqBackend"
+        )
+    return found
+
+
+def queue(alias: str = "default") -> Queue:
+    """The tickq ``Queue`` of ``TASKS[alias]``: ``q.stats()``, ``q.on_failure(...)``..."""
+    return backend_for(alias).queue
+
+
+def schedule(
+    cron: str | None = None, /, *, every: timedelta | None = None, **options: Any
+) -> Callable[[TickqTask], TickqTask]:
+    """Run a Django task on a schedule, with no arguments: stack it above ``@task``.
+
+    ``schedule("*/15 * * * *")`` or ``schedule(every=timedelta(hours=1))``; the other options
+    (``tz``, ``catch_up``, ``max_catch_up``, ``max_delay``) are those of ``Queue.schedule``.
+    Slots are enqueued by ``manage.py tickq_worker`` or by each call of the tick URL.
+    """
+
+    def register(task: TickqTask) -> TickqTask:
+        if not isinstance(task, TickqTask):
+            raise ConfigurationError(
+                f"schedule() goes above @task (with TASKS using TickqBackend), got {task!r}"
+            )
+        _check_schedule(task, cron, every, options)
+        args = (cron,) if cron is not None else ()
+        backend_for(task.backend).add_schedule(task, args, {"every": every, **options})
+        return task
+
+    return register

@@ -1,0 +1,57 @@
+"""The tickq job function behind each Django task: call it with the stored arguments."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...context import JobContext
+from .compat import TaskContext, normalize_json, task_started
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .backend import TickqBackend, TickqTask
+
+
+def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
+    """A job function taking ``args``/``kwargs`` (none for scheduled runs) that calls the
+    task, passing Django's ``TaskContext`` first when the task ``takes_context``; its
+    JSON-normalised return value becomes the job's result (``return_value``)."""
+    from inspect import iscoroutinefunction
+
+    def arguments(args: list[Any] | None, kwargs: dict[str, Any] | None,
+                  ctx: JobContext) -> tuple[list[Any], dict[str, Any]]:  # fmt: skip
+        positional = list(args or [])
+        if task.takes_context:
+            positional.insert(0, TaskContext(task_result=backend.get_result(str(ctx.id))))
+        _signal(task_started, backend, ctx)
+        return positional, dict(kwargs or {})
+
+    if iscoroutinefunction(task.func):
+
+        async def run_async(ctx: JobContext, args: list[Any] | None = None,
+                            kwargs: dict[str, Any] | None = None) -> Any:  # fmt: skip
+            positional, named = arguments(args, kwargs, ctx)
+            return normalize_json(await task.func(*positional, **named))
+
+        run_async.__name__ = task.name
+        return run_async
+
+    def run(ctx: JobContext, args: list[Any] | None = None,
+            kwargs: dict[str, Any] | None = None) -> Any:  # fmt: skip
+        from django.db import close_old_connections
+
+        close_old_connections()  # as a request does: no connection left broken or stale
+        try:
+            positional, named = arguments(args, kwargs, ctx)
+            return normalize_json(task.func(*positional, **named))
+        finally:
+            close_old_connections()
+
+    run.__name__ = task.name
+    return run
+
+
+def _signal(signal: Any, backend: TickqBackend, ctx: JobContext) -> None:
+    if signal.receivers:
+        signal.send(type(backend), task_result=backend.get_result(str(ctx.id)))

@@ -1,0 +1,51 @@
+"""``path("api/cron/", include("tickq.contrib.django.urls"))``: ``tick`` and ``health``.
+
+Both are CSRF-exempt and need ``Authorization: Bearer $CRON_SECRET`` (the health check too:
+it tells when the last tick ran). ``settings.TICKQ_ENDPOINT`` (a dict) passes options to the
+endpoint: ``limit``, ``time_budget``, ``expected_interval``, ``allow_get``, ``secret``...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.urls import path
+
+app_name = "tickq"
+
+
+def _view(name: str) -> Any:
+    from django.views.decorators.csrf import csrf_exempt
+
+    def tickq_view(request: Any) -> Any:
+        from tickq.web.django import view
+
+        endpoint = _endpoint()
+        route = next(r for r in endpoint.routes if r.name == name)
+        return view(endpoint, dataclasses.replace(route, protected=True))(request)
+
+    tickq_view.__name__ = f"tickq_{name}"
+    return csrf_exempt(tickq_view)
+
+
+def _endpoint() -> Any:
+    """The endpoint of the default backend's Queue (built again if the Queue was)."""
+    from django.conf import settings
+
+    from tickq.contrib.django.backend import backend_for
+
+    backend = backend_for(getattr(settings, "TICKQ_BACKEND", "default"))
+    q = backend.queue
+    cached = getattr(backend, "_endpoint", None)
+    if cached is None or cached.queue is not q:
+        options = dict(getattr(settings, "TICKQ_ENDPOINT", {}))
+        cached = q.endpoint(**{"path": "/tick", "health_path": "/health", **options})
+        backend._endpoint = cached
+    return cached
+
+
+urlpatterns = [
+    path("tick", _view("tick"), name="tick"),
+    path("health", _view("health"), name="health"),
+]
