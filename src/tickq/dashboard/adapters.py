@@ -139,9 +139,16 @@ def add_flask_rules(bp: Any, dashboard: Dashboard) -> Any:
 def django_urls(dashboard: Dashboard) -> list[Any]:
     """``django.urls`` patterns serving the dashboard under its prefix (CSRF is the
     dashboard's own, so the views are exempt from Django's)."""
-    from django.http import HttpRequest, HttpResponse
     from django.urls import re_path
     from django.views.decorators.csrf import csrf_exempt
+
+    pattern = "^" + dashboard.prefix.lstrip("/") + "/(?P<rest>.*)$"
+    return [re_path(pattern, csrf_exempt(django_view(dashboard)), name="tickq-dashboard")]
+
+
+def django_view(dashboard: Dashboard) -> Any:
+    """A Django view answering ``rest`` (the path below the dashboard) from ``dashboard``."""
+    from django.http import HttpRequest, HttpResponse
 
     def view(request: HttpRequest, rest: str = "") -> HttpResponse:
         sub = "/" + rest
@@ -157,8 +164,7 @@ def django_urls(dashboard: Dashboard) -> list[Any]:
                 out[key] = value
         return out
 
-    pattern = "^" + dashboard.prefix.lstrip("/") + "/(?P<rest>.*)$"
-    return [re_path(pattern, csrf_exempt(view), name="tickq-dashboard")]
+    return view
 
 
 class _BodyReader:

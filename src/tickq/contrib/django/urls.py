@@ -1,8 +1,12 @@
-"""``path("api/cron/", include("tickq.contrib.django.urls"))``: ``tick`` and ``health``.
+"""``path("api/cron/", include("tickq.contrib.django.urls"))``: ``tick``, ``health`` and
+the dashboard under ``tickq/``.
 
-Both are CSRF-exempt and need ``Authorization: Bearer $CRON_SECRET`` (the health check too:
-it tells when the last tick ran). ``settings.TICKQ_ENDPOINT`` (a dict) passes options to the
-endpoint: ``limit``, ``time_budget``, ``expected_interval``, ``allow_get``, ``secret``...
+Tick and health are CSRF-exempt and need ``Authorization: Bearer $CRON_SECRET`` (the health
+check too: it tells when the last tick ran). ``settings.TICKQ_ENDPOINT`` (a dict) passes
+options to the endpoint: ``limit``, ``time_budget``, ``expected_interval``, ``allow_get``,
+``secret``... The dashboard (``pip install 'tickq[dashboard]'``) lets in active staff users
+of Django's own login only (``request.user``; without Django's authentication middleware,
+nobody); its actions carry the dashboard's own CSRF token.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from django.urls import path
+from django.urls import path, re_path
 
 app_name = "tickq"
 
@@ -45,7 +49,37 @@ def _endpoint() -> Any:
     return cached
 
 
+def staff_only(request: Any) -> bool:
+    """The dashboard's auth hook: an active staff user of the host project's login."""
+    user = getattr(request.native, "user", None)
+    return bool(user is not None and user.is_active and user.is_staff)
+
+
+def _dashboard_view(request: Any, rest: str = "") -> Any:
+    from django.conf import settings
+
+    from tickq.contrib.django.backend import backend_for
+
+    backend = backend_for(getattr(settings, "TICKQ_BACKEND", "default"))
+    q = backend.queue
+    cached = getattr(backend, "_dashboard", None)
+    if cached is None or cached[0] is not q:
+        from tickq.dashboard import Dashboard
+        from tickq.dashboard.adapters import django_view
+
+        dashboard = Dashboard(q, prefix="/tickq", auth=staff_only)
+        cached = backend._dashboard = (q, django_view(dashboard))
+    return cached[1](request, rest)
+
+
+def _csrf_exempt(view: Any) -> Any:
+    from django.views.decorators.csrf import csrf_exempt
+
+    return csrf_exempt(view)
+
+
 urlpatterns = [
     path("tick", _view("tick"), name="tick"),
     path("health", _view("health"), name="health"),
+    re_path(r"^tickq/(?P<rest>.*)$", _csrf_exempt(_dashboard_view), name="dashboard"),
 ]
