@@ -12,8 +12,9 @@ import tickq
 SRC = Path(tickq.__file__).parent
 FACADE = {"tickq.queue", "tickq"}
 """The facade and the package root (which re-exports it) may import anything."""
-ABOVE_FACADE = {"tickq.cli", "tickq.plan", "tickq.testing", "tickq.__main__"}
-"""Modules that take a user's ``Queue`` from outside (CLI, planner, test helpers): they may
+ABOVE_FACADE = {"tickq.cli", "tickq.plan", "tickq.testing", "tickq.__main__", "tickq.contrib"}
+"""Modules that take or build a user's ``Queue`` from outside (CLI, planner, test helpers,
+the Django backend): they may
 import the facade."""
 
 

@@ -10,7 +10,8 @@ from .compat import TaskError, TaskResult, TaskResultStatus, task_enqueued
 
 if TYPE_CHECKING:
     from ...job import Attempt, Job
-    from .backend import TickqBackend, TickqTask
+    from .compat import BaseTaskBackend as TickqBackend
+    from .compat import Task as TickqTask
 
 STATUS = {
     JobState.PENDING: TaskResultStatus.READY,

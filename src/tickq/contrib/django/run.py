@@ -10,7 +10,8 @@ from .compat import TaskContext, normalize_json, task_started
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .backend import TickqBackend, TickqTask
+    from .compat import BaseTaskBackend as TickqBackend
+    from .compat import Task as TickqTask
 
 
 def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
