@@ -14,8 +14,7 @@ FACADE = {"tickq.queue", "tickq"}
 """The facade and the package root (which re-exports it) may import anything."""
 ABOVE_FACADE = {"tickq.cli", "tickq.plan", "tickq.testing", "tickq.__main__", "tickq.contrib"}
 """Modules that take or build a user's ``Queue`` from outside (CLI, planner, test helpers,
-the Django backend): they may
-import the facade."""
+the Django backend): they may import the facade."""
 
 
 def module_name(path: Path) -> str:
