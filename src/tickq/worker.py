@@ -449,6 +449,8 @@ class Worker:
         """How the worker hears of new jobs, in words for the start line."""
         if not self.store.can_listen:
             return "in-process enqueues"
+        if self.store.dialect == "sqlite":
+            return "commits to the file (watched; PRAGMA data_version)"
         if self.listen_url:
             return f"LISTEN/NOTIFY on a direct connection to {where(self.listen_url)}"
         if not self.listens:
