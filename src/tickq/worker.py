@@ -396,8 +396,8 @@ class Worker:
     def _listening(self, queues: set[str] | None) -> None:
         # (Re)connected: anything enqueued meanwhile was not heard, so look (_enqueued).
         if queues is None and not self._listen_trouble.over():
-            log.info("tickq worker listening for enqueues (LISTEN/NOTIFY)",
-                         extra={"event": "listening"})  # fmt: skip
+            log.info("tickq worker listening for enqueues (%s)", self._wake_up(),
+                     extra={"event": "listening"})  # fmt: skip
         self._enqueued(queues)
 
     # -- signals and banner -------------------------------------------------------------
