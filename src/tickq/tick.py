@@ -37,7 +37,10 @@ def run_tick(queue: Queue, limit: int = 100, time_budget: float | None = 20.0) -
     if time_budget is not None:
         # What enqueueing used comes off the budget; a spent budget starts no job.
         budget = max(time_budget - (monotonic() - started), 1e-6)
-    jobs = run_cycle(queue, limit, budget, None)
+    with queue.alerts.at_once():
+        jobs = run_cycle(queue, limit, budget, None)
+    if jobs["failed"]:
+        queue.alerts.deliver(time_budget=5.0)  # nothing else runs until the next call
     jobs.pop("duration_ms", None)
     summary = summarise(queue, state, enqueued, jobs)
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)

@@ -6,11 +6,18 @@ processes, the window gets one. When the window has closed that job reads the fa
 from the table, decides whether they are worth an alert, logs it, and enqueues one
 ``tickq.alert_delivery`` job per sink. Each delivery retries on its own, so a sink that is
 down delays only itself, and nothing here runs inside the failing job's worker call.
+
+The first job of T to reach ``failed`` after a quiet window (none failed in the window
+before) also enqueues a *first* alert job, due ``group_wait`` later: it reports what failed
+from the window's start until then, and the window's own job reports only what came after
+(the follow-up), so a storm still makes two alerts, never one per failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +39,9 @@ INTERNAL_TYPES = (COMPOSE_TYPE, DELIVER_TYPE)
 GRACE = timedelta(seconds=10)
 """Wait this long (at most a tenth of the window) after a window closes, so failures
 recorded at its very end are counted."""
+GROUP_WAIT = timedelta(seconds=30)
+"""Alertmanager's default: long enough to gather a burst, short enough to act on."""
+JUST_AFTER = timedelta(microseconds=1)
 TICK_OVERDUE_WINDOW = timedelta(hours=1)
 """A missing tick is alerted at most once per hour (or per window, if longer) while it lasts."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,7 +52,12 @@ class Alerts:
     """Alert sinks and rules. Pass to ``Queue(alerts=...)``, or pass a list of sinks.
 
     ``window``: failures of one job type are grouped per window (aligned to the clock) into
-    at most one alert, sent once the window closes. ``repeated_failures``: alert when this
+    one alert, sent once the window closes. ``group_wait``: but the first job to fail after
+    a quiet window (no job of its type failed in the window before) is alerted this long
+    after it failed (at most ``window``), and the window's alert then reports only the
+    failures that came after: a first alert within ``group_wait``, one follow-up at most.
+    A tick that recorded a failure sends its first alert before it returns (nothing else
+    runs on a sleeping host until the next call). ``repeated_failures``: alert when this
     many attempts of one type fail within a window even if none has run out of attempts.
     A job reaching ``failed`` always alerts. ``queue`` is where alert jobs run: a worker
     limited to other queues must include it. With ``from_env`` the sinks named by
@@ -54,12 +69,18 @@ class Alerts:
         sinks: Sequence[Sink] = (),
         *,
         window: timedelta = timedelta(minutes=10),
+        group_wait: timedelta = GROUP_WAIT,
         repeated_failures: int = 5,
         queue: str = ALERT_QUEUE,
         from_env: bool = True,
     ) -> None:
         if not isinstance(window, timedelta) or window < timedelta(seconds=1):
             raise ConfigurationError(f"alert window must be a timedelta >= 1s, got {window!r}")
+        if not isinstance(group_wait, timedelta) or group_wait < timedelta(0):
+            raise ConfigurationError(
+                f"group_wait must be a timedelta >= 0 (e.g. timedelta(seconds=30)), "
+                f"got {group_wait!r}"
+            )
         if repeated_failures < 1:
             raise ConfigurationError(f"repeated_failures must be >= 1, got {repeated_failures}")
         for sink in sinks:
@@ -69,7 +90,8 @@ class Alerts:
                     "function taking the Alert"
                 )
         self.window, self.repeated_failures, self.queue = window, repeated_failures, queue
-        self.from_env = from_env
+        self.from_env, self.group_wait = from_env, group_wait
+        self._at_once = threading.local()
         self._configured = list(sinks)
         self.sinks: dict[str, Sink] = {}
         self._queue: Queue | None = None
@@ -94,7 +116,8 @@ class Alerts:
 
     def _copy(self) -> Alerts:
         return Alerts(self._configured, window=self.window, queue=self.queue,
-                      repeated_failures=self.repeated_failures, from_env=self.from_env)  # fmt: skip
+                      repeated_failures=self.repeated_failures, from_env=self.from_env,
+                      group_wait=self.group_wait)  # fmt: skip
 
     def _register(self, queue: Queue) -> None:
         queue.job(name=COMPOSE_TYPE, queue=self.queue, priority=100, max_attempts=5,
@@ -114,6 +137,7 @@ class Alerts:
                       (job.last_error or "").split("\n", 1)[0])  # fmt: skip
         elif job.type != COMPOSE_TYPE:
             self._group(job)
+            self._first(job)
 
     def attempt_failed(self, job: Job) -> None:
         """An attempt failed and will be retried: counts toward ``repeated_failures``."""
@@ -130,6 +154,35 @@ class Alerts:
             {"kind": "failures", "job_type": job.type, "window_start": start.isoformat(),
              "window_end": end.isoformat()}, key, run_after=end + min(GRACE, self.window / 10),
         )  # fmt: skip
+
+    def _first(self, job: Job) -> None:
+        """The first failure after a quiet window: a first alert, due ``group_wait`` later
+        (at once inside ``at_once``), reporting the window's failures until then."""
+        failed_at = job.finished_at or job.updated_at
+        start = window_start(failed_at, self.window)
+        key = f"alert:{job.type}:{start.isoformat()}:first"
+        if key in self._seen:
+            return
+        if self._bound().store.failure_summary(job.type, start - self.window, start)["failed_jobs"]:
+            self._remember(key)  # not quiet: the window before had failures; follow-up only
+            return
+        wait = timedelta(0) if getattr(self._at_once, "on", False) else self.group_wait
+        until = failed_at + min(wait, self.window)
+        end = min(max(until, failed_at + JUST_AFTER), start + self.window)  # it included
+        self._enqueue_compose(
+            {"kind": "first", "job_type": job.type, "window_start": start.isoformat(),
+             "window_end": end.isoformat()}, key, run_after=until,
+        )  # fmt: skip
+
+    @contextmanager
+    def at_once(self) -> Iterator[None]:
+        """First alerts of failures recorded inside (on this thread) are due at once: for a
+        tick, which delivers them before it returns (``deliver``)."""
+        self._at_once.on = True
+        try:
+            yield
+        finally:
+            self._at_once.on = False
 
     def tick_overdue(
         self,
@@ -200,11 +253,15 @@ class Alerts:
         detail: dict[str, Any] | None = None,
     ) -> None:
         """Job ``tickq.alert``: decide on one window's alert, log it, fan it out to sinks."""
-        if kind == "failures" and job_type and window_start and window_end:
+        if kind in ("failures", "first") and job_type and window_start and window_end:
             start, end = datetime.fromisoformat(window_start), datetime.fromisoformat(window_end)
+            key = f"alert:{job_type}:{window_start}"
+            if kind == "first":
+                key += ":first"
+            else:  # the follow-up: what the first alert (if any) has not reported
+                start = max(start, self._first_alert_end(key) or start)
             summary = self._bound().store.failure_summary(job_type, start, end)
             alert = failures_alert(job_type, start, end, summary, self.repeated_failures)
-            key = f"alert:{job_type}:{window_start}"
         elif kind == "tick_overdue" and detail:
             last = detail.get("last_tick_at")
             alert = tick_overdue_alert(
@@ -220,6 +277,15 @@ class Alerts:
                      kind, job_type, window_start, window_end)  # fmt: skip
             return
         self.dispatch(alert, key)
+
+    def _first_alert_end(self, key: str) -> datetime | None:
+        """Until when the window's first alert (if one was raised) reported failures."""
+        store = self._bound().store
+        found = store.run("find_unique", unique_key=f"{key}:first", unique_scope="all")
+        first = store.get(found[0][0]) if found else None
+        if first is None or not isinstance(first.payload, dict):
+            return None
+        return datetime.fromisoformat(first.payload["window_end"])
 
     def dispatch(self, alert: Alert, key: str) -> None:
         """Log ``alert`` (the log sink) and enqueue one delivery job per sink."""
