@@ -70,7 +70,7 @@ def test_first_failure_alerts_within_group_wait_and_the_rest_make_one_follow_up(
     q.process_jobs()
     assert failed_jobs(http) == [("charge", 1)]
 
-    for minute in range(3):  # a storm in the same window: nothing more until it closes
+    for _ in range(3):  # a storm in the same window: nothing more until it closes
         clock.advance(minutes=1)
         fail(q, count=5)
         q.process_jobs()
