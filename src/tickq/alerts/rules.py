@@ -157,32 +157,51 @@ class Alerts:
 
     def _first(self, job: Job) -> None:
         """The first failure after a quiet window: a first alert, due ``group_wait`` later
-        (at once inside ``at_once``), reporting the window's failures until then."""
+        (inside ``at_once``: when it ends), reporting the window's failures until then."""
         failed_at = job.finished_at or job.updated_at
         start = window_start(failed_at, self.window)
         key = f"alert:{job.type}:{start.isoformat()}:first"
-        if key in self._seen:
+        pending = getattr(self._at_once, "pending", None)
+        if key in self._seen or (pending is not None and key in pending):
             return
         if self._bound().store.failure_summary(job.type, start - self.window, start)["failed_jobs"]:
             self._remember(key)  # not quiet: the window before had failures; follow-up only
             return
-        wait = timedelta(0) if getattr(self._at_once, "on", False) else self.group_wait
-        until = failed_at + min(wait, self.window)
-        end = min(max(until, failed_at + JUST_AFTER), start + self.window)  # it included
+        if pending is not None:
+            pending[key] = (job.type, start)
+            return
+        until = failed_at + min(self.group_wait, self.window)
+        self._enqueue_first(key, job.type, start, max(until, failed_at + JUST_AFTER), until)
+
+    def _enqueue_first(
+        self, key: str, job_type: str, start: datetime, end: datetime, due: datetime | None
+    ) -> None:
+        end = min(end, start + self.window)  # a window's failures go in its own alerts
         self._enqueue_compose(
-            {"kind": "first", "job_type": job.type, "window_start": start.isoformat(),
-             "window_end": end.isoformat()}, key, run_after=until,
+            {"kind": "first", "job_type": job_type, "window_start": start.isoformat(),
+             "window_end": end.isoformat()}, key, run_after=due,
         )  # fmt: skip
 
     @contextmanager
     def at_once(self) -> Iterator[None]:
-        """First alerts of failures recorded inside (on this thread) are due at once: for a
-        tick, which delivers them before it returns (``deliver``)."""
-        self._at_once.on = True
+        """First alerts of failures recorded inside (on this thread) are enqueued when it
+        ends, due at once and counting every failure until then: for a tick, which then
+        delivers them before it returns (``deliver``). Never raises."""
+        self._at_once.pending = pending = {}
         try:
             yield
         finally:
-            self._at_once.on = False
+            self._at_once.pending = None
+            if pending:
+                self._enqueue_pending(pending)
+
+    def _enqueue_pending(self, pending: dict[str, tuple[str, datetime]]) -> None:
+        try:
+            end = self._bound().store.now() + JUST_AFTER
+            for key, (job_type, start) in pending.items():
+                self._enqueue_first(key, job_type, start, end, None)
+        except Exception:
+            log.exception("tickq could not raise the first alert of a failure")
 
     def tick_overdue(
         self,
