@@ -232,6 +232,9 @@ class Worker:
         delays = [o.delay for o in outcomes if o.kind == "retry_later"]
         if delays:
             self._next_poll = min(self._next_poll, monotonic() + min(delays))
+        if any(o.kind == "fail" for o in outcomes) and self.queue.alerts.enabled:
+            # Its hook enqueued a first alert due in group_wait: be there (no NOTIFY for it).
+            self._next_poll = min(self._next_poll, monotonic() + self._until_due())
 
     def _abandon_lost(self) -> None:
         """Cancel async jobs whose lease is gone (another worker may run them now) and drop
