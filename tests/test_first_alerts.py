@@ -173,3 +173,19 @@ def test_group_wait_zero_alerts_at_once_and_is_checked(db_url: str, clock: Froze
         Alerts(group_wait=timedelta(seconds=-1))
     with pytest.raises(ConfigurationError, match="got 30"):
         Alerts(group_wait=30)  # type: ignore[arg-type]
+
+
+def test_a_tick_without_alerts_configured_does_not_import_them(tmp_path: object) -> None:
+    import subprocess
+    import sys
+
+    from conftest import tickq_env
+
+    code = (
+        "import sys; import tickq; q = tickq.Queue('sqlite:///" + f"{tmp_path}/cold.db'); "
+        "q.migrate(); q.tick(); print('tickq.alerts' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=tickq_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "False", done.stderr

@@ -19,18 +19,20 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from ..errors import Cancel, ConfigurationError
 from ..job import Job
-from ..logger import library_logger
+from ..logger import LazyLogger
 from .alert import Alert, failures_alert, tick_overdue_alert
 from .sinks import Sink, sink_name, sinks_from_env
 
+TYPE_CHECKING = False  # typing costs a waking host milliseconds of import
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..queue import Queue
 
-log = library_logger("tickq.alerts")
+log = LazyLogger("tickq.alerts")
 
 ALERT_QUEUE = "tickq.alerts"
 COMPOSE_TYPE = "tickq.alert"
