@@ -4,7 +4,7 @@
 commits; it is the truth. Looking at it every few milliseconds would cost an idle worker
 more than 1% of a core (each wake-up of a thread costs tens of microseconds), so on Linux
 inotify says *when* to look: a commit writes to the database file or its ``-wal``, the
-watch hears the write, and we look at once and then every millisecond for a short while
+watch hears the write, and we look at once and then every few milliseconds for a short while
 (the commit becomes visible only after the writer's sync, a little after its writes).
 Without inotify (macOS, or a file inotify can't watch) we simply look every ``POLL``.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import select
 import struct
-from time import monotonic
+from time import monotonic, sleep
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,9 +29,13 @@ POLL = 0.01
 """Without inotify: look at data_version this often (10 ms: ~0.5% of a core here)."""
 SAFETY = 0.5
 """With inotify: look this often anyway, in case a write went unheard."""
-HOT, HOT_STEP = 0.05, 0.001
-"""After a write is heard: look every HOT_STEP for HOT seconds (the commit lands after
-the writer's sync; a burst of commits keeps the look-out hot)."""
+GAP, BUSY_GAP = 0.004, 0.02
+"""Look at most every GAP, and every BUSY_GAP after a look that found a commit: this
+process's own commits are heard too, and a thread woken for each of them would fight a
+busy worker for the GIL (a third more CPU per job)."""
+HOT = 0.05
+"""After a write is heard, look every GAP for this long: the commit lands only after the
+writer's sync, a little after its writes, and a burst of commits keeps it hot."""
 
 
 class FileWatch:
@@ -43,7 +47,7 @@ class FileWatch:
         self.path = os.path.abspath(path)
         self.fd = -1
         self.watched = 0
-        self.hot_until = 0.0
+        self.hot_until = self.looked = 0.0
         self._libc: Any = None
         self._open()
 
@@ -56,15 +60,20 @@ class FileWatch:
             os.close(self.fd)
             self.fd = -1
 
-    def wait(self) -> None:
-        """Block until a write is heard or it is time to look anyway."""
+    def wait(self, changed: bool = False) -> None:
+        """Block until a write is heard or it is time to look anyway; ``changed``: the
+        last look found a commit."""
         if self.fd < 0:
-            select.select([], [], [], POLL)
+            sleep(POLL)
             return
-        timeout = HOT_STEP if monotonic() < self.hot_until else SAFETY
+        gap = self.looked + (BUSY_GAP if changed else GAP) - monotonic()
+        if gap > 0:
+            sleep(gap)  # writes heard meanwhile wait in the queue: one look for them all
+        timeout = 0.0 if monotonic() < self.hot_until else SAFETY  # hot: look every GAP
         ready, _, _ = select.select([self.fd], [], [], timeout)
+        self.looked = monotonic()
         if ready and self._drain():
-            self.hot_until = monotonic() + HOT
+            self.hot_until = self.looked + HOT
         if self.watched < 2 and os.path.exists(self.path + "-wal"):
             self._open()  # the -wal appeared (or came back) since: watch it too
 

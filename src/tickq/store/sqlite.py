@@ -203,10 +203,12 @@ class SQLiteStore(SqlStore):
                 version = _data_version(conn)
                 watch = FileWatch(self.path)
                 wake(None)
+                changed = False
                 while not stop.is_set():
-                    watch.wait()
+                    watch.wait(changed)
                     now = _data_version(conn)
-                    if now != version:
+                    changed = now != version
+                    if changed:
                         version = now
                         wake(None)
         finally:
