@@ -29,7 +29,7 @@ POLL = 0.01
 """Without inotify: look at data_version this often (10 ms: ~0.5% of a core here)."""
 SAFETY = 0.5
 """With inotify: look this often anyway, in case a write went unheard."""
-GAP, BUSY_GAP = 0.004, 0.02
+GAP, BUSY_GAP = 0.004, 0.01
 """Look at most every GAP, and every BUSY_GAP after a look that found a commit: this
 process's own commits are heard too, and a thread woken for each of them would fight a
 busy worker for the GIL (a third more CPU per job)."""
