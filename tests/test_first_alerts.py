@@ -189,3 +189,19 @@ def test_a_tick_without_alerts_configured_does_not_import_them(tmp_path: object)
         [sys.executable, "-c", code], env=tickq_env(), capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_follow_up_finds_its_first_alert_among_many(
+    q: Queue, clock: FrozenClock, http: HttpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tickq.alerts import rules
+
+    monkeypatch.setattr(rules, "PAGE", 1)  # one alert job per page: the look-up pages back
+    fail(q, "charge")
+    fail(q, "resize")
+    clock.advance(seconds=30)
+    q.process_jobs()
+    fail(q, "charge", count=2)
+    clock.set(START + WINDOW + GRACE)
+    q.process_jobs()
+    assert sorted(failed_jobs(http)) == [("charge", 1), ("charge", 2), ("resize", 1)]

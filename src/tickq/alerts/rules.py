@@ -48,6 +48,7 @@ TICK_OVERDUE_WINDOW = timedelta(hours=1)
 """A missing tick is alerted at most once per hour (or per window, if longer) while it lasts."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_SEEN = 10_000
+PAGE = 200
 
 
 class Alerts:
@@ -280,7 +281,7 @@ class Alerts:
             if kind == "first":
                 key += ":first"
             else:  # the follow-up: what the first alert (if any) has not reported
-                start = max(start, self._first_alert_end(key) or start)
+                start = max(start, self._first_alert_end(key, start) or start)
             summary = self._bound().store.failure_summary(job_type, start, end)
             alert = failures_alert(job_type, start, end, summary, self.repeated_failures)
         elif kind == "tick_overdue" and detail:
@@ -299,14 +300,18 @@ class Alerts:
             return
         self.dispatch(alert, key)
 
-    def _first_alert_end(self, key: str) -> datetime | None:
-        """Until when the window's first alert (if one was raised) reported failures."""
-        store = self._bound().store
-        found = store.run("find_unique", unique_key=f"{key}:first", unique_scope="all")
-        first = store.get(found[0][0]) if found else None
-        if first is None or not isinstance(first.payload, dict):
-            return None
-        return datetime.fromisoformat(first.payload["window_end"])
+    def _first_alert_end(self, key: str, since: datetime) -> datetime | None:
+        """Until when the window's first alert (if one was raised) reported failures: its
+        job is among the alert jobs created since the window began (newest first)."""
+        store, wanted, before = self._bound().store, f"{key}:first", None
+        while True:
+            jobs = store.list_jobs(type=COMPOSE_TYPE, limit=PAGE, before_id=before)
+            for job in jobs:
+                if job.unique_key == wanted and isinstance(job.payload, dict):
+                    return datetime.fromisoformat(job.payload["window_end"])
+            if len(jobs) < PAGE or (jobs[-1].created_at or since) < since:
+                return None
+            before = jobs[-1].id
 
     def dispatch(self, alert: Alert, key: str) -> None:
         """Log ``alert`` (the log sink) and enqueue one delivery job per sink."""
