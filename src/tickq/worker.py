@@ -232,8 +232,9 @@ class Worker:
         delays = [o.delay for o in outcomes if o.kind == "retry_later"]
         if delays:
             self._next_poll = min(self._next_poll, monotonic() + min(delays))
-        if any(o.kind == "fail" for o in outcomes) and self.queue.alerts.enabled:
-            # Its hook enqueued a first alert due in group_wait: be there (no NOTIFY for it).
+        if any(o.kind == "fail" for o in outcomes):
+            # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
+            # be there; no NOTIFY is sent for a job due later.
             self._next_poll = min(self._next_poll, monotonic() + self._until_due())
 
     def _abandon_lost(self) -> None:
