@@ -4,7 +4,9 @@ in ``process_jobs``, in a real worker loop and in a tick."""
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -205,3 +207,33 @@ def test_the_follow_up_finds_its_first_alert_among_many(
     clock.set(START + WINDOW + GRACE)
     q.process_jobs()
     assert sorted(failed_jobs(http)) == [("charge", 1), ("charge", 2), ("resize", 1)]
+
+
+def test_an_idle_worker_wakes_for_the_first_alert_however_long_its_poll(
+    db_url: str, http: HttpReceiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="tickq")
+    # The real clock: the alert job comes due 1 s after the failure, and no NOTIFY is sent
+    # for it; only the worker knowing to look then beats its 600 s poll (the timeout).
+    q = Queue(db_url, alerts=Alerts([Webhook(http.url)], group_wait=timedelta(seconds=1)))
+    q.migrate()
+    q.job(name="charge", max_attempts=1)(_always_fails)
+    q.job(name="ok")(lambda: None)
+    stop = threading.Event()
+    worker = threading.Thread(
+        target=q.run_worker, kwargs={"stop": stop, "poll_interval": 600}, daemon=True
+    )
+    worker.start()
+    try:
+        first = q.enqueue("ok", {})
+        eventually(lambda: _status(q, first) == JobState.DONE, 20, "a first job")
+        heard = "listening for enqueues"
+        eventually(lambda: any(heard in r.getMessage() for r in caplog.records), 20, heard)
+        time.sleep(0.3)  # idle now: the next look is 600 s away unless something wakes it
+        q.enqueue("charge", {"n": 1})
+        eventually(lambda: len(http.requests) == 1, 30, "the first alert")
+    finally:
+        stop.set()
+        worker.join(20)
+        q.close()
+    assert not worker.is_alive()
