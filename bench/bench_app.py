@@ -64,4 +64,34 @@ def read_log(folder: str | Path) -> list[tuple[int, float]]:
     return runs
 
 
-q = make_queue(os.environ["TICKQ_BENCH_URL"]) if os.environ.get("TICKQ_BENCH_URL") else None
+def make_alerting_queue(url: str, webhook: str, group_wait: float) -> Queue:
+    """``make_queue`` plus alerts to ``webhook`` and a ``fail`` job that fails for good."""
+    from datetime import timedelta
+
+    from tickq.alerts import Alerts, Webhook
+
+    q = Queue(url, alerts=Alerts([Webhook(webhook)], group_wait=timedelta(seconds=group_wait)))
+    q.job(name="noop")(_noop)
+
+    @q.job(max_attempts=1)
+    def fail(n: int) -> None:
+        raise RuntimeError(f"benchmark failure {n}")
+
+    return q
+
+
+def _noop(n: int) -> None:
+    os.write(_log_fd(), b"%d %.6f\n" % (n, time.time()))
+
+
+def _from_env() -> Queue | None:
+    url = os.environ.get("TICKQ_BENCH_URL")
+    if not url:
+        return None
+    webhook = os.environ.get("TICKQ_BENCH_ALERT_URL")
+    if webhook:
+        return make_alerting_queue(url, webhook, float(os.environ["TICKQ_BENCH_GROUP_WAIT"]))
+    return make_queue(url)
+
+
+q = _from_env()

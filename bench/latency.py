@@ -41,7 +41,7 @@ def latency_figures(
         if floor_series
         else "no floor: SQLite has no notifications"
     )
-    return [
+    figures = [
         Figure(
             f"latency_p{p}",
             f"Latency enqueue → start, p{p}",
@@ -53,6 +53,26 @@ def latency_figures(
             unavailable=None if worker else "`tickq worker` is not in this build",
         )
         for p in PERCENTILES
+    ]
+    if worker and db.dialect == "sqlite":
+        figures += _several_workers(db, q, jobs, gap, runs)
+    return figures
+
+
+def _several_workers(db: Database, q: Queue, jobs: int, gap: float, runs: int) -> list[Figure]:
+    """The same with two worker processes on one file: each must hear the other's peers."""
+    per_run: list[list[float]] = []
+    (series,) = repeat(runs, lambda: _record(per_run, _tickq_run(db, q, jobs, gap, workers=2)))
+    return [
+        Figure(
+            f"latency_2_workers_p{p}",
+            f"Latency enqueue → start, 2 workers on one file, p{p}",
+            db.name,
+            "ms",
+            _percentiles(per_run, p, series),
+            note=f"{jobs} jobs {gap * 1000:g} ms apart into two idle `tickq worker` processes",
+        )
+        for p in (50, 99)
     ]
 
 
@@ -78,34 +98,41 @@ def _enqueue_paced(enqueue: Callable[[int], None], jobs: int, gap: float) -> dic
 
 
 def _latencies(runs: list[tuple[int, float]], called: dict[int, float]) -> list[float]:
-    exactly_once((n for n, _ in runs if n != WARM_UP), called)
-    return [(started - called[n]) * 1000 for n, started in runs if n != WARM_UP]
+    exactly_once((n for n, _ in runs if n >= 0), called)
+    return [(started - called[n]) * 1000 for n, started in runs if n >= 0]
 
 
-def _tickq_run(db: Database, q: Queue, jobs: int, gap: float) -> list[float]:
+def _tickq_run(db: Database, q: Queue, jobs: int, gap: float, workers: int = 1) -> list[float]:
     db.reset()
     log_dir = procs.scratch("latency-")
-    output = log_dir / "worker.out"
-    worker = procs.spawn(
-        ["-m", "tickq", "worker", "bench_app:q"],
-        output=output,
-        TICKQ_BENCH_URL=db.url,
-        TICKQ_BENCH_LOG_DIR=str(log_dir),
-    )
+    outputs = [log_dir / f"worker{i}.out" for i in range(workers)]
+    spawned = [
+        procs.spawn(
+            ["-m", "tickq", "worker", "bench_app:q"],
+            output=output,
+            TICKQ_BENCH_URL=db.url,
+            TICKQ_BENCH_LOG_DIR=str(log_dir),
+        )
+        for output in outputs
+    ]
     try:
-        q.enqueue("noop", {"n": WARM_UP})
-        procs.wait_for(lambda: bool(read_log(log_dir)), 60, "the worker to run its first job")
-        time.sleep(0.3)  # let it fall idle
+        for n in range(WARM_UP, WARM_UP - workers, -1):
+            q.enqueue("noop", {"n": n})
+        procs.wait_for(
+            lambda: len(read_log(log_dir)) >= workers, 60, "the workers to run a first job"
+        )
+        time.sleep(0.3)  # let them fall idle
         called = _enqueue_paced(lambda n: q.enqueue("noop", {"n": n}), jobs, gap)
         procs.wait_for(
-            lambda: len(read_log(log_dir)) >= jobs + 1, 30, "the worker to run every job"
+            lambda: len(read_log(log_dir)) >= jobs + workers, 30, "the workers to run every job"
         )
     finally:
-        code = procs.stop(worker)
-    if code:
-        raise RuntimeError(
-            f"tickq worker exited {code} after SIGTERM (expected 0): {procs.last_line(output)}"
-        )
+        codes = [procs.stop(worker) for worker in spawned]
+    for code, output in zip(codes, outputs, strict=True):
+        if code:
+            raise RuntimeError(
+                f"tickq worker exited {code} after SIGTERM (expected 0): {procs.last_line(output)}"
+            )
     return _latencies(read_log(log_dir), called)
 
 

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))  # measure this checkout's tickq, not an i
 
 import bench_app  # noqa: E402
 import procs  # noqa: E402
+from alerting import alert_figures, idle_figures  # noqa: E402
 from databases import DEFAULT_POSTGRES_URL, Database, PostgresDatabase, SQLiteDatabase  # noqa: E402
 from enqueue import enqueue_figures  # noqa: E402
 from figures import Figure  # noqa: E402
@@ -37,7 +38,7 @@ from wakeup import has_tick, wakeup_figures  # noqa: E402
 
 import tickq  # noqa: E402
 
-SECTIONS = ("enqueue", "processing", "latency", "tick")
+SECTIONS = ("enqueue", "processing", "latency", "tick", "idle", "alerts")
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,12 @@ def measure(
                 sizes.cold_runs,
                 tick_cli=bool(have["tick_cli"]),
             )
+        if "idle" in sections and have["worker"]:
+            progress(db, "idle")
+            figures += idle_figures(db, args.runs)
+        if "alerts" in sections and have["worker"]:
+            progress(db, "alerts")
+            figures += alert_figures(db, args.runs)
     finally:
         q.close()
     return figures

@@ -16,10 +16,10 @@ def examples() -> list[str]:
 
 
 def test_the_section_has_examples() -> None:
-    assert len(examples()) == 3
+    assert len(examples()) == 4
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_example_runs(
     index: int, tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -32,6 +32,7 @@ def test_example_runs(
     expected = {
         0: "tickq: 1 job of type 'charge_card' failed",
         1: "['__main__.page_on_call'",
-        2: "# HELP tickq_jobs",
+        2: "tickq: 1 job of type 'sync_stock' failed",
+        3: "# HELP tickq_jobs",
     }[index]
     assert expected in out

@@ -352,7 +352,7 @@ def test_a_statement_of_the_same_name_but_other_parameters_is_a_pooler_sign(
     q.migrate()
     ids = [_enqueue_work(q) for _ in range(8)]  # the insert gets prepared
     store: Any = q.store  # its own connection: connection() here, _connection() on main
-    conn = store._connection() if hasattr(store, "_connection") else store.connection()
+    conn = store._connection()
     prepared = "SELECT name FROM pg_prepared_statements WHERE cardinality(parameter_types) > 2"
     [(insert,)] = conn.execute(prepared, prepare=False).fetchall()
     conn.execute(f"DEALLOCATE {insert}", prepare=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -102,11 +101,15 @@ def test_store_listen_relays_notifications_until_stopped(pg_schema_url: str) -> 
     q.close()
 
 
-def test_sqlite_store_cannot_listen(tmp_path: Path) -> None:
-    q = Queue(f"sqlite:///{tmp_path / 'a.db'}")
-    assert not q.store.can_listen
-    with pytest.raises(NotImplementedError, match="poll instead"):
-        q.store.listen(lambda queues: None, threading.Event())
+def test_in_memory_sqlite_listens_to_nobody_until_stopped() -> None:
+    q = Queue("sqlite:///:memory:")
+    heard: list[set[str] | None] = []
+    stop = threading.Event()
+    thread = threading.Thread(target=q.store.listen, args=(heard.append, stop), daemon=True)
+    thread.start()
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive() and heard == [None]
 
 
 def test_this_process_hears_its_own_enqueues(backend: str, frozen_queue: Queue) -> None:

@@ -57,6 +57,8 @@ class Listener:
         """How the worker hears of new jobs, in words for its start line."""
         if not self.store.can_listen:
             return "in-process enqueues"
+        if self.store.dialect == "sqlite":
+            return "commits to the file (watched; PRAGMA data_version)"
         if self.listen_url:
             return f"LISTEN/NOTIFY on a direct connection to {where(self.listen_url)}"
         if not self.listens:
@@ -77,6 +79,6 @@ class Listener:
     def _listening(self, queues: set[str] | None) -> None:
         # (Re)connected: anything enqueued meanwhile was not heard, so look.
         if queues is None and not self._trouble.over():
-            log.info("tickq worker listening for enqueues (LISTEN/NOTIFY)",
+            log.info("tickq worker listening for enqueues (%s)", self.wake_up(),
                      extra={"event": "listening"})  # fmt: skip
         self.heard(queues)

@@ -51,6 +51,11 @@ class Pacing:
         )  # fmt: skip
         self.next_poll = at + wait
 
+    def due_soon(self, due_in: float | None) -> None:
+        """A job may have come due sooner than the next look: look when it is due."""
+        if due_in is not None:
+            self.next_poll = min(self.next_poll, self.clock() + max(due_in, LOOK_AGAIN))
+
     def retry_soon(self, delays: list[float]) -> None:
         """Jobs retry after ``delays``: look again when the first comes due."""
         if delays:

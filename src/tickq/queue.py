@@ -267,8 +267,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
 
         Sync job functions run on up to ``concurrency`` threads and ``async def`` ones on one
         event loop, together at most ``concurrency`` jobs at a time. Idle, the worker sleeps
-        until a job is enqueued (Postgres LISTEN/NOTIFY; on SQLite only enqueues made in
-        this process), the next job comes due, or ``poll_interval`` seconds pass (default
+        until a job is enqueued (Postgres LISTEN/NOTIFY; on SQLite another process's commit
+        to the file), the next job comes due, or ``poll_interval`` seconds pass (default
         5 on Postgres, 1 on SQLite). On stop it claims nothing more, waits up to ``grace``
         seconds for running jobs, then puts the rest back to pending without counting the
         attempt. ``log_format`` ("text" or "json") sends tickq's log lines to stderr; left
@@ -381,7 +381,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """
         from .tick import run_tick
 
-        return run_tick(self.runtime, limit, time_budget)
+        return run_tick(self.runtime, limit, time_budget, self._alerts)
 
     def enqueue_schedules(self) -> list[dict[str, Any]]:
         """Enqueue the schedule slots that have come due, without running anything."""

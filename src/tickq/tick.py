@@ -7,6 +7,7 @@ the tick state, the lease rescue and an empty claim.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from time import monotonic
 
@@ -26,9 +27,15 @@ if TYPE_CHECKING:
 
 
 def run_tick(
-    runtime: Runtime, limit: int = 100, time_budget: float | None = 20.0
+    runtime: Runtime,
+    limit: int = 100,
+    time_budget: float | None = 20.0,
+    alerts: Alerts | None = None,
 ) -> dict[str, Any]:
-    """Enqueue due schedule slots, process up to ``limit`` jobs, return the summary."""
+    """Enqueue due schedule slots, process up to ``limit`` jobs, return the summary.
+
+    With ``alerts`` (None: the log sink only), first alerts of the failures this tick
+    records are delivered before it returns: on a sleeping host nothing else runs them."""
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     if time_budget is not None and time_budget <= 0:
@@ -40,7 +47,10 @@ def run_tick(
     if time_budget is not None:
         # What enqueueing used comes off the budget; a spent budget starts no job.
         budget = max(time_budget - (runtime.monotonic() - budget_started), 1e-6)
-    jobs = run_cycle(runtime, limit, budget, None)
+    with alerts.at_once() if alerts else nullcontext():
+        jobs = run_cycle(runtime, limit, budget, None)
+    if alerts and jobs["failed"]:
+        alerts.deliver(time_budget=5.0)  # its first alerts: nothing else runs until next call
     jobs.pop("duration_ms", None)
     summary = summarise(runtime, state, enqueued, jobs)
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)

@@ -197,6 +197,10 @@ class Worker:
             raise
         self.keeper.drop(o.job for o in outcomes)
         self.pacing.retry_soon([o.delay for o in outcomes if o.kind == "retried"])
+        if any(o.kind == "failed" for o in outcomes):
+            # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
+            # be there; no NOTIFY is sent for a job due later.
+            self.pacing.due_soon(self.store.due_in(self.queues))
         self.keeper.hold(jobs)
         for job in jobs:
             self._running[id(job)] = job

@@ -2,37 +2,58 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+
+from ..job import Frozen
+
+TYPE_CHECKING = False  # typing and dataclasses cost a waking host milliseconds of import
+if TYPE_CHECKING:
+    from typing import Any
 
 KINDS = ("failed", "repeated_failures", "tick_overdue")
 SHOWN_IDS = 10
 
 
-@dataclass(frozen=True, slots=True)
-class Alert:
+class Alert(Frozen):
     """What a sink receives. ``kind`` is ``failed`` (jobs ran out of attempts),
     ``repeated_failures`` (many failed attempts of one type, still retrying) or
     ``tick_overdue``; ``title`` is one line, ``text`` says what happened and what to do."""
 
-    kind: str
-    title: str
-    text: str
-    job_type: str | None = None
-    failed_jobs: int = 0
-    failed_attempts: int = 0
-    window_start: str | None = None
-    window_end: str | None = None
-    job_ids: list[int] = field(default_factory=list)
-    last_error: str | None = None
+    __slots__ = ()
+    _fields = ("kind", "title", "text", "job_type", "failed_jobs", "failed_attempts",
+               "window_start", "window_end", "job_ids", "last_error")  # fmt: skip
+
+    if TYPE_CHECKING:
+        kind: str
+        title: str
+        text: str
+        job_type: str | None
+        failed_jobs: int
+        failed_attempts: int
+        window_start: str | None
+        window_end: str | None
+        job_ids: list[int]
+        last_error: str | None
+
+    def __new__(
+        cls, kind: str, title: str, text: str, job_type: str | None = None,
+        failed_jobs: int = 0, failed_attempts: int = 0, window_start: str | None = None,
+        window_end: str | None = None, job_ids: list[int] | None = None,
+        last_error: str | None = None,
+    ) -> Alert:  # fmt: skip
+        return tuple.__new__(cls, (
+            kind, title, text, job_type, failed_jobs, failed_attempts, window_start,
+            window_end, list(job_ids or []), last_error,
+        ))  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = dict(zip(self._fields, self, strict=True))
+        data["job_ids"] = list(self.job_ids)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Alert:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        return cls(**{k: v for k, v in data.items() if k in cls._fields})
 
 
 def failures_alert(

@@ -6,23 +6,30 @@ processes, the window gets one. When the window has closed that job reads the fa
 from the table, decides whether they are worth an alert, logs it, and enqueues one
 ``tickq.alert_delivery`` job per sink. Each delivery retries on its own, so a sink that is
 down delays only itself, and nothing here runs inside the failing job's worker call.
+
+The first job of T to reach ``failed`` after a quiet window (none failed in the window
+before) also enqueues a *first* alert job, due ``group_wait`` later: it reports what failed
+from the window's start until then, and the window's own job reports only what came after
+(the follow-up), so a storm still makes two alerts, never one per failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from ..errors import Cancel, ConfigurationError
 from ..job import Job
-from ..logger import library_logger
+from ..logger import LazyLogger
 from .alert import Alert, failures_alert, tick_overdue_alert
 from .sinks import Sink, sink_name, sinks_from_env
 
+TYPE_CHECKING = False  # typing costs a waking host milliseconds of import
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Protocol
+    from typing import Any, Protocol
 
     from ..store import SqlStore
 
@@ -40,7 +47,7 @@ if TYPE_CHECKING:
                          *, queues: Sequence[str] | None = None) -> dict[str, Any]: ...  # fmt: skip
 
 
-log = library_logger("tickq.alerts")
+log = LazyLogger("tickq.alerts")
 
 ALERT_QUEUE = "tickq.alerts"
 COMPOSE_TYPE = "tickq.alert"
@@ -49,17 +56,26 @@ INTERNAL_TYPES = (COMPOSE_TYPE, DELIVER_TYPE)
 GRACE = timedelta(seconds=10)
 """Wait this long (at most a tenth of the window) after a window closes, so failures
 recorded at its very end are counted."""
+GROUP_WAIT = timedelta(seconds=30)
+"""Alertmanager's default: long enough to gather a burst, short enough to act on."""
+JUST_AFTER = timedelta(microseconds=1)
 TICK_OVERDUE_WINDOW = timedelta(hours=1)
 """A missing tick is alerted at most once per hour (or per window, if longer) while it lasts."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_SEEN = 10_000
+PAGE = 200
 
 
 class Alerts:
     """Alert sinks and rules. Pass to ``Queue(alerts=...)``, or pass a list of sinks.
 
     ``window``: failures of one job type are grouped per window (aligned to the clock) into
-    at most one alert, sent once the window closes. ``repeated_failures``: alert when this
+    one alert, sent once the window closes. ``group_wait``: but the first job to fail after
+    a quiet window (no job of its type failed in the window before) is alerted this long
+    after it failed (at most ``window``), and the window's alert then reports only the
+    failures that came after: a first alert within ``group_wait``, one follow-up at most.
+    A tick that recorded a failure sends its first alert before it returns (nothing else
+    runs on a sleeping host until the next call). ``repeated_failures``: alert when this
     many attempts of one type fail within a window even if none has run out of attempts.
     A job reaching ``failed`` always alerts. ``queue`` is where alert jobs run: a worker
     limited to other queues must include it. With ``from_env`` the sinks named by
@@ -71,12 +87,18 @@ class Alerts:
         sinks: Sequence[Sink] = (),
         *,
         window: timedelta = timedelta(minutes=10),
+        group_wait: timedelta = GROUP_WAIT,
         repeated_failures: int = 5,
         queue: str = ALERT_QUEUE,
         from_env: bool = True,
     ) -> None:
         if not isinstance(window, timedelta) or window < timedelta(seconds=1):
             raise ConfigurationError(f"alert window must be a timedelta >= 1s, got {window!r}")
+        if not isinstance(group_wait, timedelta) or group_wait < timedelta(0):
+            raise ConfigurationError(
+                f"group_wait must be a timedelta >= 0 (e.g. timedelta(seconds=30)), "
+                f"got {group_wait!r}"
+            )
         if repeated_failures < 1:
             raise ConfigurationError(f"repeated_failures must be >= 1, got {repeated_failures}")
         for sink in sinks:
@@ -86,7 +108,8 @@ class Alerts:
                     "function taking the Alert"
                 )
         self.window, self.repeated_failures, self.queue = window, repeated_failures, queue
-        self.from_env = from_env
+        self.from_env, self.group_wait = from_env, group_wait
+        self._at_once = threading.local()
         self._configured = list(sinks)
         self.sinks: dict[str, Sink] = {}
         self._queue: Queue | None = None
@@ -111,7 +134,8 @@ class Alerts:
 
     def _copy(self) -> Alerts:
         return Alerts(self._configured, window=self.window, queue=self.queue,
-                      repeated_failures=self.repeated_failures, from_env=self.from_env)  # fmt: skip
+                      repeated_failures=self.repeated_failures, from_env=self.from_env,
+                      group_wait=self.group_wait)  # fmt: skip
 
     def _register(self, queue: Queue) -> None:
         queue.job(name=COMPOSE_TYPE, queue=self.queue, priority=100, max_attempts=5,
@@ -131,6 +155,7 @@ class Alerts:
                       (job.last_error or "").split("\n", 1)[0])  # fmt: skip
         elif job.type != COMPOSE_TYPE:
             self._group(job)
+            self._first(job)
 
     def attempt_failed(self, job: Job) -> None:
         """An attempt failed and will be retried: counts toward ``repeated_failures``."""
@@ -147,6 +172,55 @@ class Alerts:
             {"kind": "failures", "job_type": job.type, "window_start": start.isoformat(),
              "window_end": end.isoformat()}, key, run_after=end + min(GRACE, self.window / 10),
         )  # fmt: skip
+
+    def _first(self, job: Job) -> None:
+        """The first failure after a quiet window: a first alert, due ``group_wait`` later
+        (inside ``at_once``: when it ends), reporting the window's failures until then."""
+        failed_at = job.finished_at or job.updated_at
+        start = window_start(failed_at, self.window)
+        key = f"alert:{job.type}:{start.isoformat()}:first"
+        pending = getattr(self._at_once, "pending", None)
+        if key in self._seen or (pending is not None and key in pending):
+            return
+        if self._bound().store.failure_summary(job.type, start - self.window, start)["failed_jobs"]:
+            self._remember(key)  # not quiet: the window before had failures; follow-up only
+            return
+        if pending is not None:
+            pending[key] = (job.type, start)
+            return
+        until = failed_at + min(self.group_wait, self.window)
+        self._enqueue_first(key, job.type, start, max(until, failed_at + JUST_AFTER), until)
+
+    def _enqueue_first(
+        self, key: str, job_type: str, start: datetime, end: datetime, due: datetime | None
+    ) -> None:
+        end = min(end, start + self.window)  # a window's failures go in its own alerts
+        self._enqueue_compose(
+            {"kind": "first", "job_type": job_type, "window_start": start.isoformat(),
+             "window_end": end.isoformat()}, key, run_after=due,
+        )  # fmt: skip
+
+    @contextmanager
+    def at_once(self) -> Iterator[None]:
+        """First alerts of failures recorded inside (on this thread) are enqueued when it
+        ends, due at once and counting every failure until then: for a tick, which then
+        delivers them before it returns (``deliver``). Never raises."""
+        pending: dict[Any, Any] = {}
+        self._at_once.pending = pending
+        try:
+            yield
+        finally:
+            self._at_once.pending = None
+            if pending:
+                self._enqueue_pending(pending)
+
+    def _enqueue_pending(self, pending: dict[str, tuple[str, datetime]]) -> None:
+        try:
+            end = self._bound().store.now() + JUST_AFTER
+            for key, (job_type, start) in pending.items():
+                self._enqueue_first(key, job_type, start, end, None)
+        except Exception:
+            log.exception("tickq could not raise the first alert of a failure")
 
     def tick_overdue(
         self,
@@ -217,11 +291,15 @@ class Alerts:
         detail: dict[str, Any] | None = None,
     ) -> None:
         """Job ``tickq.alert``: decide on one window's alert, log it, fan it out to sinks."""
-        if kind == "failures" and job_type and window_start and window_end:
+        if kind in ("failures", "first") and job_type and window_start and window_end:
             start, end = datetime.fromisoformat(window_start), datetime.fromisoformat(window_end)
+            key = f"alert:{job_type}:{window_start}"
+            if kind == "first":
+                key += ":first"
+            else:  # the follow-up: what the first alert (if any) has not reported
+                start = max(start, self._first_alert_end(key, start) or start)
             summary = self._bound().store.failure_summary(job_type, start, end)
             alert = failures_alert(job_type, start, end, summary, self.repeated_failures)
-            key = f"alert:{job_type}:{window_start}"
         elif kind == "tick_overdue" and detail:
             last = detail.get("last_tick_at")
             alert = tick_overdue_alert(
@@ -237,6 +315,19 @@ class Alerts:
                      kind, job_type, window_start, window_end)  # fmt: skip
             return
         self.dispatch(alert, key)
+
+    def _first_alert_end(self, key: str, since: datetime) -> datetime | None:
+        """Until when the window's first alert (if one was raised) reported failures: its
+        job is among the alert jobs created since the window began (newest first)."""
+        store, wanted, before = self._bound().store, f"{key}:first", None
+        while True:
+            jobs = store.list_jobs(type=COMPOSE_TYPE, limit=PAGE, before_id=before)
+            for job in jobs:
+                if job.unique_key == wanted and isinstance(job.payload, dict):
+                    return datetime.fromisoformat(job.payload["window_end"])
+            if len(jobs) < PAGE or (jobs[-1].created_at or since) < since:
+                return None
+            before = jobs[-1].id
 
     def dispatch(self, alert: Alert, key: str) -> None:
         """Log ``alert`` (the log sink) and enqueue one delivery job per sink."""

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ConfigurationError
 from .alert import Alert
 
-Sink = Callable[[Alert], Any]
+TYPE_CHECKING = False  # typing and urllib.parse cost a waking host milliseconds of import
+if TYPE_CHECKING:
+    from typing import Any
+
+Sink = Callable[[Alert], object]
 WEBHOOK_FORMATS = ("json", "slack")
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -38,6 +40,8 @@ class Webhook:
         headers: Mapping[str, str] | None = None,
         name: str | None = None,
     ) -> None:
+        from urllib.parse import urlsplit
+
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigurationError(
@@ -129,6 +133,8 @@ class Email:
     @classmethod
     def from_url(cls, url: str, to: str | Sequence[str], sender: str | None = None) -> Email:
         """``smtp://user:pass@host:587?starttls=1`` (or ``smtps://...:465``) to an Email."""
+        from urllib.parse import parse_qs, unquote, urlsplit
+
         parts = urlsplit(url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ConfigurationError(
@@ -203,6 +209,8 @@ def sinks_from_env(environ: Mapping[str, str] | None = None) -> list[Sink]:
     env = os.environ if environ is None else environ
     sinks: list[Sink] = []
     if url := env.get("TICKQ_ALERT_WEBHOOK_URL", "").strip():
+        from urllib.parse import urlsplit
+
         host = urlsplit(url).hostname or ""
         default = "slack" if host.endswith("hooks.slack.com") else "json"
         fmt = env.get("TICKQ_ALERT_WEBHOOK_FORMAT", "").strip().lower() or default
@@ -233,6 +241,8 @@ def _flag(value: str, name: str) -> bool:
 
 def _redact(url: str) -> str:
     """The URL without its password or path (either may be a secret)."""
+    from urllib.parse import urlsplit
+
     parts = urlsplit(url)
     host = parts.hostname or ""
     return f"{parts.scheme}://{host}{':' + str(parts.port) if _safe_port(parts) else ''}/..."

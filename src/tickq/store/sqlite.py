@@ -13,12 +13,13 @@ from .base import SqlStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Iterator, Sequence
     from typing import Any
 
     from ..clock import Clock
     from ..job import Job
-    from .plumbing import Rows, Statement
+    from .plumbing import Rows, Statement, Wake
     from .records import Outcome, Recorded, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
@@ -74,6 +75,8 @@ class SQLiteStore(SqlStore):
 
     dialect = "sqlite"
     paramstyle = "named"
+    can_listen = True
+    """Commits by other processes are heard by watching the file (``listen``)."""
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(url, clock)
@@ -184,6 +187,36 @@ class SQLiteStore(SqlStore):
         with self._transaction(conn):
             return [conn.execute(self._sql[name], p).fetchall() for name, p in statements]
 
+    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+        """Call ``wake(None)`` once watching, then whenever another connection (another
+        process, usually) has committed to the file: ``PRAGMA data_version`` on a
+        connection of its own changes then. ``url`` is ignored (it is for Postgres)."""
+        if self._uri:  # an in-memory database: no other process can write to it
+            wake(None)
+            stop.wait()
+            return
+        from .filewatch import FileWatch
+
+        conn = self._connect()
+        watch = None
+        try:
+            with self._errors():
+                version = _data_version(conn)
+                watch = FileWatch(self.path)
+                wake(None)
+                changed = False
+                while not stop.is_set():
+                    watch.wait(changed)
+                    now = _data_version(conn)
+                    changed = now != version
+                    if changed:
+                        version = now
+                        wake(None)
+        finally:
+            if watch is not None:
+                watch.close()
+            conn.close()
+
     def _ts(self, value: datetime | None) -> str | None:
         if value is None:
             return None
@@ -279,6 +312,12 @@ class SQLiteStore(SqlStore):
     def _run_script(self, conn: sqlite3.Connection, sql: str) -> None:
         for statement in split_statements(sql):
             conn.execute(statement)
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    """Changes whenever another connection commits to the database (a cheap look: no
+    table is read)."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
