@@ -351,7 +351,7 @@ def test_a_statement_of_the_same_name_but_other_parameters_is_a_pooler_sign(
     q = Queue(pg_schema_url)
     q.migrate()
     ids = [_enqueue_work(q) for _ in range(8)]  # the insert gets prepared
-    store: Any = q.store  # its own connection: connection() here, _connection() on main
+    store: Any = q.store  # the store's own connection
     conn = store._connection()
     prepared = "SELECT name FROM pg_prepared_statements WHERE cardinality(parameter_types) > 2"
     [(insert,)] = conn.execute(prepared, prepare=False).fetchall()
