@@ -21,9 +21,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from tickq import Job, JobState, Queue, SchemaMissing
+from tickq import FrozenClock, Job, JobState, Queue, SchemaMissing
 from tickq.pool import JobPool
 from tickq.store import Outcome
+from tickq.worker import Worker
 from workerproc import WorkerProcess, eventually, runs
 
 pytestmark = pytest.mark.timeout(60)
@@ -209,4 +210,43 @@ def test_postgres_claims_walk_the_claim_index_whatever_the_statistics(
     _pg(pg_schema_url, "DROP FUNCTION tickq_due")  # a schema managed by hand, not migrated
     with pytest.raises(SchemaMissing, match=r"not up to date .*run q\.migrate\(\)"):
         q.store.claim(q.owner, 5, 60)
+    q.close()
+
+
+def test_the_old_run_of_a_job_refunded_and_claimed_again_is_not_recorded_for_the_new_one(
+    tmp_path: Path,
+) -> None:
+    # A refund gives the attempt back, so when the same worker claims the job again the new
+    # claim has the old one's attempt number: the old run's late outcome must not finish it.
+    clock = FrozenClock()
+    q = Queue(f"sqlite:///{tmp_path / 'again.db'}", clock=clock, lease_seconds=30)
+    q.migrate()
+    q.job(name="quick")(lambda: None)
+    worker = Worker(q.runtime, concurrency=1)
+    job_id = q.enqueue("quick", {})
+    owner = q.runtime.owner
+    _, [old] = q.store.record_and_claim(owner, [], 0, 30, ahead=1)
+    worker.keeper.hold([old])
+    worker._running[id(old)] = old  # it runs; its start not yet recorded
+    clock.advance(seconds=31)  # e.g. the database was out of reach for the whole lease
+    assert q.store.rescue_expired().refunded == {job_id}
+    worker.keeper.renew()
+    assert worker.keeper.lost() == {job_id}
+    worker._abandon_lost()
+    [new] = q.store.claim(owner, 1, 30)
+    assert (new.id, new.attempts) == (old.id, old.attempts)
+    worker.keeper.hold([new])
+    worker._running[id(new)] = new
+
+    worker._job_finished(Outcome(old, "succeeded"))  # the old run ends late
+    worker._collect()
+    worker._exchange()
+    assert q.get_job(job_id).status == "running"  # type: ignore[union-attr]
+    assert worker.keeper.holding()  # the new claim's lease is still renewed
+    worker._job_finished(Outcome(new, "succeeded"))
+    worker._collect()
+    worker._exchange()
+    assert q.get_job(job_id).status == "done"  # type: ignore[union-attr]
+    assert worker.report["stale"] == 1 and worker.report["succeeded"] == 1
+    worker.keeper.stop()
     q.close()

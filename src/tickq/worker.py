@@ -97,6 +97,7 @@ class Worker:
         self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
         self._ahead: dict[int, Job] = {}  # id(job) -> job claimed ahead, start not recorded
         self._began: deque[Job] = deque()  # of those, started (appended by the pool)
+        self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
         self._listening = False
         self._trouble = Trouble("database")
         self.keeper = LeaseKeeper(self.store, runtime.owner, runtime.lease_seconds,
@@ -171,9 +172,20 @@ class Worker:
             self.pacing.first_unrecorded()
         for outcome in finished:
             self._ahead.pop(id(outcome.job), None)  # its outcome says it all
-            if self._running.pop(id(outcome.job), None) is not None:
-                self._unrecorded.append(outcome)
+            if self._running.pop(id(outcome.job), None) is None:
+                continue
+            if id(outcome.job) in self._abandoned and self._claimed_again(outcome.job):
+                self.report["stale"] += 1
+                continue
+            self._unrecorded.append(outcome)
         self.pacing.ran([o.duration for o in finished if o.kind != "stale"])
+
+    def _claimed_again(self, job: Job) -> bool:
+        """``job`` lost its lease while it ran and this worker has claimed it again since:
+        a refund gave the attempt back, so the new claim has the same attempt number and
+        the old run's outcome must neither be recorded for it nor end its lease."""
+        self._abandoned.discard(id(job))
+        return any(j.id == job.id for j in self._running.values())
 
     def _target(self) -> int:
         """Jobs to have in hand: one per slot, plus those worth claiming ahead."""
@@ -239,6 +251,7 @@ class Worker:
         lost = self.keeper.lost()
         if lost:
             for job in [j for j in self._running.values() if j.id in lost]:
+                self._abandoned.add(id(job))
                 self.pool.cancel(job)
 
     def _take_began(self) -> list[Job]:
