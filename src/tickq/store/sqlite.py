@@ -219,13 +219,16 @@ class SQLiteStore(SqlStore):
     ) -> tuple[Recorded, list[Job]]:
         # A process killed after a WAL commit loses nothing, synced or not; and the next
         # synced commit syncs every earlier one (the WAL is appended in order).
-        more = {"ahead": ahead, "started": started}
         if durable or self.synchronous not in ("full", "extra"):
-            return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues, **more)
+            return super().record_and_claim(
+                owner, outcomes, limit, lease_seconds, queues, True, ahead, started
+            )
         conn = self._connection()
         conn.execute("PRAGMA synchronous=normal")
         try:
-            return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues, **more)
+            return super().record_and_claim(
+                owner, outcomes, limit, lease_seconds, queues, True, ahead, started
+            )
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
