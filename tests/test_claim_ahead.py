@@ -250,3 +250,18 @@ def test_the_old_run_of_a_job_refunded_and_claimed_again_is_not_recorded_for_the
     assert worker.report["stale"] == 1 and worker.report["succeeded"] == 1
     worker.keeper.stop()
     q.close()
+
+
+def test_a_database_without_schema_8_asks_for_the_migration(db_url: str) -> None:
+    from tickq.store.migrate import migrate
+    from tickq.store.queries import migrations
+
+    q = Queue(db_url, strict=False)
+    dialect = q.store.dialect
+    migrate(q.store, [m for m in migrations(dialect) if m[0] < 8])
+    q.enqueue("t", {})
+    with pytest.raises(SchemaMissing, match=r"run q\.migrate\(\)"):
+        q.store.record_and_claim(q.owner, [], 1, 60, ahead=1)
+    assert q.migrate() == [8]
+    assert len(q.store.record_and_claim(q.owner, [], 1, 60, ahead=1)[1]) == 1
+    q.close()

@@ -204,13 +204,13 @@ class Worker:
         if limit:
             self._due.clear()  # before claiming: a wake-up arriving meanwhile is kept
         # Jobs for free slots start at once; the rest wait in line, claimed ahead.
-        now = min(limit, max(0, self.concurrency - len(self._running)))
+        for_slots = min(limit, max(0, self.concurrency - len(self._running)))
         began = self._take_began()
         looked = self.pacing.clock()
         try:
             recorded, jobs = record_and_claim(
-                self.runtime, self.keeper, outcomes, self.report, now, self.queues,
-                ahead=limit - now, started=began,
+                self.runtime, self.keeper, outcomes, self.report, for_slots, self.queues,
+                ahead=limit - for_slots, started=began,
             )  # fmt: skip
         except BaseException:
             self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost

@@ -103,9 +103,9 @@ class SQLiteStore(SqlStore):
             yield
         except sqlite3.OperationalError as exc:
             message = str(exc)
-            if "no such table" in message:
+            if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
-                    f"tickq's tables are missing in {self.path} ({message}); "
+                    f"tickq's tables are missing or not up to date in {self.path} ({message}); "
                     "run q.migrate() or `tickq migrate APP` first"
                 ) from exc
             if "locked" in message or "busy" in message:
