@@ -2,8 +2,10 @@
 
 Promises checked (each broken one is listed with the jobs that break it):
 - no job lost: every job the enqueuer stored ends ``done`` with a finished run;
-- never twice, except after a kill: every run but a job's last is an attempt that tickq
-  recorded as ``lease_expired`` and whose process the injector killed;
+- never twice, except after a kill: every run but a job's last is an attempt whose process
+  the injector killed, and that tickq recorded as ``lease_expired`` or refunded (a job
+  claimed ahead whose start was not yet recorded: the same attempt runs again, once per job
+  at most);
 - no job left ``running`` long past its lease;
 - no attempt burned on a job that never started: every ``lease_expired`` attempt ran;
 - an enqueuer killed mid-``enqueue_many`` stored the whole batch or none of it;
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -144,26 +147,29 @@ def _extra_runs(
         runs = sorted(runs, key=lambda r: (r.attempt, r.start))
         expired = {a.attempt for a in ev.attempts.get(runs[0].job_id, [])
                    if a.outcome == "lease_expired"}  # fmt: skip
-        seen: set[int] = set()
-        for run in runs[:-1]:
+        repeats = len(runs) - len({r.attempt for r in runs})
+        if repeats > 1:
+            unexplained.append(f"job n={n} id={runs[0].job_id}: {repeats} runs repeated an "
+                               "attempt (a refund happens once per job at most)")  # fmt: skip
+        for run, following in pairwise(runs):
             extra.append(run)
             if run.end is not None:
                 finished.append(run)
-            why = _why_unexplained(ev, run, expired, seen)
+            # The same attempt again: refunded (claimed ahead, its start not yet recorded),
+            # unless that attempt's one lease_expired row can only be this run's.
+            same = following.attempt == run.attempt
+            if same and run.attempt in expired and following is runs[-1]:
+                why = "the same attempt ran twice"
+            else:
+                why = _why_unexplained(ev, run, expired, same)
             if why:
                 unexplained.append(f"job n={n} id={run.job_id} attempt {run.attempt} "
                                    f"(pid {run.pid}): {why}; {_context(ev, run)}")  # fmt: skip
-            seen.add(run.attempt)
-        if runs[-1].attempt in seen:
-            unexplained.append(f"job n={n} id={runs[-1].job_id}: attempt {runs[-1].attempt} "
-                               "ran twice")  # fmt: skip
     return extra, unexplained, finished
 
 
-def _why_unexplained(ev: Evidence, run: Run, expired: set[int], seen: set[int]) -> str:
-    if run.attempt in seen:
-        return "the same attempt ran twice"
-    if run.attempt not in expired:
+def _why_unexplained(ev: Evidence, run: Run, expired: set[int], refunded: bool) -> str:
+    if run.attempt not in expired and not refunded:
         return "no lease_expired attempt recorded for it"
     killed = ev.killed.get(run.pid)
     if killed is None:

@@ -81,7 +81,9 @@ class Injector:
             return Fault("kill_worker", at, time.time(), victim.pid, "worker", [new.pid])
 
     def kill_tick(self) -> Fault | None:
-        min_age = self.random.uniform(0.2, 0.8)  # past most of its import: at work
+        # Young enough to catch a tick with little to do (workers claiming ahead leave ticks
+        # few jobs: one may live under 0.2 s); a kill while it starts up is a kill all the same.
+        min_age = self.random.uniform(0.05, 0.4)
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline and not self.stop.is_set():
             proc = self.fleet.pick_tick(min_age)

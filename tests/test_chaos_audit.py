@@ -93,6 +93,20 @@ def test_the_same_attempt_twice_is_unexplained_even_after_a_kill() -> None:
     assert figures["extra_runs_unexplained"] == 1
 
 
+def refund_trace(*more: Run, **extra: Any) -> Evidence:
+    """Job 0 was claimed ahead by WORKER, which started it and died before recording the
+    start: refunded, attempt 1 ran again on OTHER and is the one counted."""
+    runs = [Run(0, 1, 1, WORKER, 10.0, None), *more, Run(0, 1, 1, OTHER, 30.0, 30.1)]
+    return evidence(runs, {0: job(0)}, attempts={1: [attempt(1, "done")]}, **extra)
+
+
+def test_a_refunded_rerun_after_a_kill_is_explained_once() -> None:
+    assert audit(refund_trace(killed={WORKER: 11.0}))["broken"] == []
+    assert audit(refund_trace())["extra_runs_unexplained"] == 1  # no kill: unexplained
+    twice = audit(refund_trace(Run(0, 1, 1, WORKER, 20.0, None), killed={WORKER: 21.0}))
+    assert any("refund happens once" in u for u in twice["examples"]["unexplained"])
+
+
 def burned_trace(killed_at: float) -> Evidence:
     """Job 0's attempt 1 was claimed by WORKER at t=100 and never started."""
     runs = [Run(0, 1, 2, OTHER, 130.0, 130.1)]

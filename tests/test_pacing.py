@@ -72,6 +72,24 @@ def test_claims_only_free_slots_and_only_when_something_may_be_due(clock: Frozen
     assert p.claimable(free=2, due=False) == 2
 
 
+def test_claims_ahead_what_the_slots_get_through_in_20_ms_at_the_recent_pace(
+    clock: FrozenClock,
+) -> None:
+    p = pacing(clock, poll=5.0)
+    assert p.ahead(concurrency=4) == 0  # pace unknown: none ahead
+    p.ran([0.001, 0.001])
+    assert p.ahead(concurrency=4) == 80  # 4 slots x 20 ms / 1 ms
+    p.ran([0.011])  # the moving average: 0.7 x 1 ms + 0.3 x 11 ms = 4 ms
+    assert p.ahead(concurrency=4) == 20
+    p.ran([0.5] * 3)
+    assert p.ahead(concurrency=4) == 0  # slow jobs: none would start within the window
+    p.forget_pace()
+    p.ran([0.000001])
+    assert p.ahead(concurrency=10) == 100  # capped
+    p.forget_pace()
+    assert p.ahead(concurrency=10) == 0
+
+
 def test_the_next_look_is_when_the_next_job_comes_due_but_not_too_soon(
     clock: FrozenClock,
 ) -> None:

@@ -59,10 +59,13 @@ def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
 
     stalled = next(n["id"] for n in runs(tmp_path) if n["event"] == "stall")
     assert stalled in held
+    # Each job the dead worker held came back: rescued with its attempt counted, or, if it
+    # was claimed ahead and its start not yet recorded, refunded (no attempt counted).
     rescued = {i for i in ids if any(a.outcome != "done" for a in q.attempts(i))}
-    assert rescued == set(held), (
-        f"exactly the jobs the dead worker held came back: held {sorted(held)}, rescued "
-        f"{ {i: q.attempts(i)[0].error for i in sorted(rescued)} }"
+    refunded = set(held) - rescued
+    assert rescued <= set(held), (
+        f"only jobs the dead worker held came back: held {sorted(held)}, rescued "
+        f"{ {i: q.attempts(i)[0].error for i in sorted(rescued - set(held))} }"
     )
     for job_id in rescued:
         attempt, *then = q.attempts(job_id)
@@ -73,13 +76,20 @@ def test_kill_9_mid_run_loses_no_job(db_url: str, tmp_path: Path) -> None:
         assert job is not None and job.attempts == 2
         # It ran again on a live worker after its lease ran out (at least once).
         assert starts[job_id][-1][0] == 2 and starts[job_id][-1][1] != victim.pid
-    # The worker claims no job to wait in line, so an attempt is spent on a job that never
-    # started only if the kill caught the claim's own round trip: at most one claim, for
-    # the 3 slots the stalled job left free.
+    for job_id in refunded:
+        assert [a.outcome for a in q.attempts(job_id)] == ["done"]
+        assert q.get_job(job_id).attempts == 1  # type: ignore[union-attr]
+        assert starts[job_id][-1][0] == 1 and starts[job_id][-1][1] != victim.pid
+    # Jobs claimed ahead wait in line at no cost: an attempt is spent on a job that never
+    # started only if the kill caught a claim for free slots before they started (at most
+    # the 3 slots the stalled job left free).
     never_started = {i for i in rescued if (1, victim.pid) not in starts[i]}
     assert len(never_started) <= 3, f"{len(never_started)} never-started jobs lost an attempt"
     ran_twice = {i for i, s in starts.items() if len(s) > 1}
-    assert ran_twice <= rescued, "no job ran twice unless its worker died holding it"
+    assert ran_twice <= set(held), "no job ran twice unless its worker died holding it"
+    # A refunded job the victim had started (its start not yet recorded) ran once more,
+    # uncounted: at most one such run per job.
+    assert all(len(starts[i]) <= 2 for i in refunded), {i: starts[i] for i in refunded}
     q.close()
 
 

@@ -30,7 +30,7 @@ lease lasts (the lease keeper holds the jobs meanwhile): a finished job left ``r
 would run again once its lease ran out, as if it had crashed."""
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
-                 "released")  # fmt: skip
+                 "released", "refunded")  # fmt: skip
 
 
 def new_report() -> dict[str, Any]:
@@ -86,8 +86,17 @@ def _claim(
 
 
 def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
-    """Return jobs whose worker vanished to pending (or failed when out of attempts)."""
-    for job in runtime.store.rescue_expired():
+    """Return jobs whose worker vanished to pending (or failed when out of attempts); jobs
+    it had claimed ahead and never started come back with their attempt refunded."""
+    rescued = runtime.store.rescue_expired()
+    for job in rescued:
+        if job.id in rescued.refunded:
+            report["refunded"] += 1
+            log.info("tickq job %s %s: lease expired before it started (claimed ahead); "
+                     "refunded attempt %s", job.id, job.type, job.attempts + 1,
+                     extra={"event": "refunded", "job_id": job.id, "job_type": job.type,
+                            "attempt": job.attempts + 1})  # fmt: skip
+            continue  # not a failed attempt: no retry hook
         report["rescued"] += 1
         log.warning("tickq job %s %s: lease expired on attempt %s, rescued as %s",
                     job.id, job.type, job.attempts, job.status.value,
@@ -116,8 +125,11 @@ def record_and_claim(
     limit: int = 0,
     queues: Sequence[str] | None = None,
     durable: bool = True,
+    ahead: int = 0,
+    started: Sequence[Job] = (),
 ) -> tuple[Recorded, list[Job]]:
-    """``record``, and claim up to ``limit`` more jobs in the same round trip."""
+    """``record``, and claim up to ``limit`` more jobs (and ``ahead`` more, claimed ahead)
+    in the same round trip, which first records that the ``started`` jobs started."""
     keeper.finished(o.job for o in outcomes)
     lost = keeper.lost()
     applied, stale = outcomes, []
@@ -126,12 +138,13 @@ def record_and_claim(
         applied = [o for o in outcomes if o.job.id not in lost and o.kind != "stale"]
     try:
         recorded, jobs = runtime.store.record_and_claim(
-            runtime.owner, applied, limit, runtime.lease_seconds, queues, durable
-        )
+            runtime.owner, applied, limit, runtime.lease_seconds, queues, durable, ahead,
+            started,
+        )  # fmt: skip
     except Exception as exc:
         if not applied or not _worth_retrying(exc):
             raise
-        recorded, jobs = _record_again(runtime, applied, exc), []
+        recorded, jobs = _record_again(runtime, applied, started, exc), []
     recorded.stale.extend(stale)
     report["claimed"] += len(jobs)
     tally(runtime, outcomes, recorded, report)
@@ -142,7 +155,9 @@ def _worth_retrying(exc: Exception) -> bool:
     return isinstance(exc, DatabaseUnavailable) or not isinstance(exc, TickqError)
 
 
-def _record_again(runtime: Runtime, applied: list[Outcome], exc: Exception) -> Recorded:
+def _record_again(
+    runtime: Runtime, applied: list[Outcome], started: Sequence[Job], exc: Exception
+) -> Recorded:
     """Send the outcomes again (without the claim): each is fenced by status, attempt and
     owner, so one that did reach the database counts as stale, never twice."""
     give_up = monotonic() + runtime.lease_seconds / 2
@@ -153,7 +168,8 @@ def _record_again(runtime: Runtime, applied: list[Outcome], exc: Exception) -> R
                     len(applied), exc, delay, extra={"event": "record_retry"})  # fmt: skip
         sleep(delay)
         try:
-            return runtime.store.record(runtime.owner, applied)
+            store, owner = runtime.store, runtime.owner
+            return store.record_and_claim(owner, applied, 0, 0.0, started=started)[0]
         except Exception as again:
             if not _worth_retrying(again):
                 raise

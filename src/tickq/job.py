@@ -46,12 +46,14 @@ class JobState(StrEnum):
     """The ``status`` column. Each state names who moves a job in and out of it."""
 
     PENDING = "pending"
-    """Waiting for ``run_after``. In: enqueue, ``retried``, ``rescued``, ``released`` (on
-    shutdown), a manual ``retry``. Out: ``claimed`` or ``cancel``."""
+    """Waiting for ``run_after``. In: enqueue, ``retried``, ``rescued``, ``refunded``,
+    ``released`` (on shutdown), a manual ``retry``. Out: ``claimed``, ``claimed_ahead`` or
+    ``cancel``."""
 
     RUNNING = "running"
     """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``failed``,
-    ``cancelled``, ``cancel``, ``released``, or ``rescued`` when the lease expires."""
+    ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if it was claimed
+    ahead and never ``started``) when the lease expires."""
 
     DONE = "done"
     """Finished successfully (``succeeded``). Out: ``pruned`` only."""
@@ -111,12 +113,15 @@ _P, _R, _D, _F, _C = JobState  # pending, running, done, failed, cancelled
 STATE_MACHINE = (
     #          name         sources   target exhausted attempts counted     query
     Transition("claimed",   (_P,),    _R,    None,     +1,      None,       "claim"),
+    Transition("claimed_ahead", (_P,), _R,   None,     +1,      None,       "claim_ahead"),
+    Transition("started",   (_R,),    _R,    None,     0,       None,       "started"),
     Transition("succeeded", (_R,),    _D,    None,     0,       "done",     "succeeded"),
     Transition("retried",   (_R,),    _P,    None,     0,       "error",    "retried"),
     Transition("failed",    (_R,),    _F,    None,     0,       "error",    "failed"),
     Transition("cancelled", (_R,),    _C,    None,     0,       "cancelled", "cancelled"),
     Transition("released",  (_R,),    _P,    None,     -1,      None,       "release"),
     Transition("rescued",   (_R,),    _P,    _F,       0,  "lease_expired", "rescue_expired"),
+    Transition("refunded",  (_R,),    _P,    None,     -1,      None,       "refund_expired"),
     Transition("retry",     (_F, _C), _P,    None,     0,       None,       "retry"),
     Transition("cancel",    (_P, _R), _C,    None,     0,       "cancelled", "cancel"),
     Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
@@ -124,7 +129,13 @@ STATE_MACHINE = (
 """Every state change tickq makes. An attempt that raised is ``retried``, or ``failed`` when
 the job is ``out_of_attempts`` (the executor decides); a ``rescued`` job out of attempts
 goes to failed (the store decides, by the same rule). ``retry`` and ``cancel`` are made by
-a person; ``pruned`` rows are first added to the processed totals."""
+a person; ``pruned`` rows are first added to the processed totals.
+
+A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line;
+``started`` (its only change is that mark: the job stays running) says one of them started.
+A lease that runs out on a job claimed ahead and never said started is ``refunded``: back
+to pending with the attempt given back, and never claimed ahead again — so a job that kills
+its worker each time gets at most one run not counted, and still runs out of attempts."""
 
 TRANSITIONS = {t.name: t for t in STATE_MACHINE}
 """The state machine by name."""

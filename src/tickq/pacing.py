@@ -17,6 +17,11 @@ BATCH_WAIT = 0.005
 """How long a finished job may wait for others to finish, so they share one round trip."""
 STALL = 1.0
 """Jobs waiting in line are given back when no slot has freed up for this many seconds."""
+PREFETCH_WINDOW = 0.02
+"""Claim ahead as many jobs as the slots get through in this many seconds at the recent
+pace, so short jobs don't each wait for a round trip; jobs slower than this get none (they
+would only wait in line while another worker sits idle)."""
+MAX_PREFETCH = 100
 
 
 class Pacing:
@@ -30,6 +35,8 @@ class Pacing:
         self.rescue_every = min(lease_seconds / 4, poll_interval)
         self.next_poll = self.next_rescue = self.next_slot = 0.0
         self.unrecorded_since = 0.0
+        self.pace: float | None = None
+        """Recent seconds per job (a moving average); None: not measured (claim none ahead)."""
 
     def poll_every(self, seconds: float) -> None:
         """Poll (and rescue) at least every ``seconds`` from now on."""
@@ -61,6 +68,16 @@ class Pacing:
         if delays:
             self.next_poll = min(self.next_poll, self.clock() + min(delays))
 
+    def ran(self, durations: list[float]) -> None:
+        """Jobs ran for ``durations`` seconds: the pace moves towards their mean."""
+        if durations:
+            mean = sum(durations) / len(durations)
+            self.pace = mean if self.pace is None else 0.7 * self.pace + 0.3 * mean
+
+    def forget_pace(self) -> None:
+        """The slots stalled: claim none ahead until the pace is measured again."""
+        self.pace = None
+
     def first_unrecorded(self) -> None:
         """An outcome now waits to be recorded: its batch's clock starts."""
         self.unrecorded_since = self.clock()
@@ -75,6 +92,13 @@ class Pacing:
     def stalled(self, waiting: int, last_progress: float) -> bool:
         """Jobs wait in line and no slot has freed up for ``STALL`` seconds."""
         return bool(waiting) and self.clock() - last_progress > STALL
+
+    def ahead(self, concurrency: int) -> int:
+        """How many jobs to claim ahead of ``concurrency`` slots: what they get through in
+        ``PREFETCH_WINDOW`` at the recent pace (at most ``MAX_PREFETCH``)."""
+        if self.pace is None:
+            return 0
+        return int(min(MAX_PREFETCH, PREFETCH_WINDOW * concurrency / max(self.pace, 1e-6)))
 
     def claimable(self, free: int, due: bool) -> int:
         """How many jobs to claim with ``free`` slots: none until something may be due."""

@@ -39,6 +39,7 @@ class JobPool:
     it (timeout, or shutdown after the grace period) must not keep the process alive.
     ``skip(job)`` is asked just before a job that waited in line starts: True (its lease
     was lost meanwhile) and it is handed back as ``Outcome(job, "stale")`` without running.
+    ``started(job)`` is told, from the thread or loop about to run it, that a job starts.
     """
 
     def __init__(
@@ -48,9 +49,11 @@ class JobPool:
         done: Done,
         skip: Skip | None = None,
         clock: Callable[[], float] = monotonic,
+        started: Callable[[Job], None] | None = None,
     ) -> None:
         self.size, self.registry, self.done, self.clock = size, registry, done, clock
         self.skip = skip or (lambda job: False)
+        self.started = started or (lambda job: None)
         self._lock = threading.Lock()
         self._line: deque[Job] = deque()  # handed over, waiting for a free slot
         self._free = size
@@ -176,6 +179,7 @@ class JobPool:
             job = self._finished(self._run_sync(job), sync=True) or self._inbox.get()
 
     def _run_sync(self, job: Job) -> Outcome:
+        self.started(job)
         started = perf_counter()
         definition = self.registry.definition(job.type)
         try:
@@ -210,6 +214,7 @@ class JobPool:
             )
 
     async def _run_async(self, job: Job, definition: JobDefinition) -> None:
+        self.started(job)
         started = perf_counter()
         try:
             outcome = await execute_async(job, definition)

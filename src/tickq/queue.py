@@ -245,8 +245,10 @@ class Queue(Enqueueing, Inspection, WebFactories):
 
         Returns a JSON-serialisable report: ``claimed``, ``succeeded``, ``retried``,
         ``failed``, ``cancelled``, ``rescued`` (jobs recovered from dead workers),
-        ``stale`` (finished after losing their lease; not recorded), ``released`` and
-        ``duration_ms``. With ``time_budget`` (seconds) no job is started once it is spent.
+        ``stale`` (finished after losing their lease; not recorded), ``released``,
+        ``refunded`` (jobs a dead worker had claimed ahead and never started: back to
+        pending, the attempt given back) and ``duration_ms``. With ``time_budget``
+        (seconds) no job is started once it is spent.
         """
         from .cycle import run_cycle
 

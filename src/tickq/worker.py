@@ -1,9 +1,11 @@
 """Internal: the always-on driver behind ``tickq worker APP`` and ``q.run_worker()``.
 
-One loop on the calling thread claims batches of due jobs (as many as there are free slots,
-never more: a job is claimed only to start at once), hands them to a pool (threads for sync
-functions, one event loop for ``async def`` ones), records finished outcomes in one round
-trip per batch, and otherwise sleeps until a job is enqueued (LISTEN/NOTIFY on Postgres,
+One loop on the calling thread claims batches of due jobs (one per free slot, plus, for
+short jobs, as many "ahead" as the slots get through in ~20 ms: those wait in line and are
+marked until the next round trip records that they started, so a worker killed holding them
+spends none of their attempts), hands them to a pool (threads for sync functions, one event
+loop for ``async def`` ones), records finished outcomes in one round trip per batch, and
+otherwise sleeps until a job is enqueued (LISTEN/NOTIFY on Postgres,
 in-process on SQLite), the next pending job comes due, a schedule slot comes due (it
 enqueues those itself, as a tick would), a job finishes, or the poll interval passes.
 Everything it does to a job goes through the same store transitions as ``process_jobs``
@@ -16,6 +18,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -92,12 +95,15 @@ class Worker:
         self._running: dict[int, Job] = {}  # id(job) -> job handed to the pool (may wait)
         self._unrecorded: list[Outcome] = []
         self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
-        self._started = False
+        self._ahead: dict[int, Job] = {}  # id(job) -> job claimed ahead, start not recorded
+        self._began: deque[Job] = deque()  # of those, started (appended by the pool)
+        self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
+        self._listening = False
         self._trouble = Trouble("database")
         self.keeper = LeaseKeeper(self.store, runtime.owner, runtime.lease_seconds,
                                   self._lease_lost)  # fmt: skip
         self.pool = JobPool(self.concurrency, runtime.registry, self._job_finished,
-                            self.keeper.is_lost, runtime.monotonic)  # fmt: skip
+                            self.keeper.is_lost, runtime.monotonic, self._job_started)  # fmt: skip
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -143,14 +149,14 @@ class Worker:
         if self.pacing.rescue_due():
             self._rescue()
         self._exchange()
-        if not self._started:
+        if not self._listening:
             # LISTEN once the schema is known to be there: on an unmigrated database the
             # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
-            self._started = True
+            self._listening = True
             self.listener.start()
 
     def _on_trouble(self, exc: Exception) -> None:
-        if isinstance(exc, SchemaMissing) and not self._started:
+        if isinstance(exc, SchemaMissing) and not self._listening:
             raise exc  # a set-up mistake, not an outage: say so and exit
         self._due.set()  # whatever was due still is
         self._stop.wait(self._trouble.happened(exc))
@@ -165,13 +171,25 @@ class Worker:
         if not self._unrecorded:
             self.pacing.first_unrecorded()
         for outcome in finished:
-            if self._running.pop(id(outcome.job), None) is not None:
-                self._unrecorded.append(outcome)
+            self._ahead.pop(id(outcome.job), None)  # its outcome says it all
+            if self._running.pop(id(outcome.job), None) is None:
+                continue
+            if id(outcome.job) in self._abandoned and self._claimed_again(outcome.job):
+                self.report["stale"] += 1
+                continue
+            self._unrecorded.append(outcome)
+        self.pacing.ran([o.duration for o in finished if o.kind != "stale"])
+
+    def _claimed_again(self, job: Job) -> bool:
+        """``job`` lost its lease while it ran and this worker has claimed it again since:
+        a refund gave the attempt back, so the new claim has the same attempt number and
+        the old run's outcome must neither be recorded for it nor end its lease."""
+        self._abandoned.discard(id(job))
+        return any(j.id == job.id for j in self._running.values())
 
     def _target(self) -> int:
-        """Jobs to have in hand: one per slot. None is claimed ahead to wait in line: a
-        worker killed holding such jobs would spend an attempt of each though none ran."""
-        return self.concurrency
+        """Jobs to have in hand: one per slot, plus those worth claiming ahead."""
+        return self.concurrency + self.pacing.ahead(self.concurrency)
 
     def _exchange(self) -> None:
         """Record finished jobs and claim up to the target, in one round trip."""
@@ -185,13 +203,20 @@ class Worker:
             self._timing = False  # a job finishing from now on starts the next batch's clock
         if limit:
             self._due.clear()  # before claiming: a wake-up arriving meanwhile is kept
+        # Jobs for free slots start at once; the rest wait in line, claimed ahead.
+        for_slots = min(limit, max(0, self.concurrency - len(self._running)))
+        began = self._take_began()
         looked = self.pacing.clock()
         try:
-            _, jobs = record_and_claim(
-                self.runtime, self.keeper, outcomes, self.report, limit, self.queues
-            )
+            recorded, jobs = record_and_claim(
+                self.runtime, self.keeper, outcomes, self.report, for_slots, self.queues,
+                ahead=limit - for_slots, started=began,
+            )  # fmt: skip
         except BaseException:
             self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost
+            for job in began:  # recorded by a later round trip
+                self._ahead[id(job)] = job
+            self._began.extend(began)
             if limit:
                 self._due.set()
             raise
@@ -204,6 +229,8 @@ class Worker:
         self.keeper.hold(jobs)
         for job in jobs:
             self._running[id(job)] = job
+            if job.id in recorded.ahead:
+                self._ahead[id(job)] = job  # before the pool can start it
         self.pool.submit(jobs)
         self._wake_after = max(1, len(self._running) - target // 2)
         if len(jobs) == limit and limit:
@@ -228,12 +255,29 @@ class Worker:
         lost = self.keeper.lost()
         if lost:
             for job in [j for j in self._running.values() if j.id in lost]:
+                self._abandoned.add(id(job))
                 self.pool.cancel(job)
+
+    def _take_began(self) -> list[Job]:
+        """The jobs claimed ahead that started since the last round trip (whose start it
+        now records); those finished meanwhile need no record of it: their outcome has."""
+        began = []
+        while self._began:
+            job = self._began.popleft()
+            if self._ahead.pop(id(job), None) is not None:
+                began.append(job)
+        return began
+
+    def _job_started(self, job: Job) -> None:
+        if id(job) in self._ahead:
+            self._began.append(job)
 
     def _unstall(self) -> None:
         """Every slot has been busy for a while: give back jobs waiting in line (other
-        workers may be idle)."""
+        workers may be idle), and claim none ahead until the pace is measured again."""
         stalled = self.pacing.stalled(self.pool.waiting(), self.pool.last_progress)
+        if stalled:
+            self.pacing.forget_pace()
         if stalled or self._unreleased:
             self._release_waiting()
 
@@ -241,6 +285,7 @@ class Worker:
         """Put the jobs waiting in line back to pending (they never started)."""
         for job in self.pool.withdraw():
             self._running.pop(id(job), None)
+            self._ahead.pop(id(job), None)
             self._unreleased.append(job)
         if self._unreleased:
             release(self.runtime, self._unreleased, self.report)

@@ -3,7 +3,8 @@
 Set by the environment: ``TICKQ_DATABASE_URL``; ``TICKQ_TEST_LEASE`` (lease seconds);
 ``TICKQ_TEST_RUNS`` (a folder where each job notes its start and end, one file per
 process); ``TICKQ_TEST_STALL_AFTER`` (after this many starts, this process's next ``work``
-job hangs, so a test can kill the process while it surely holds a job).
+job hangs, so a test can kill the process while it surely holds a job). ``die`` kills its
+own worker process with SIGKILL every time it runs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -110,3 +112,10 @@ async def hang_async(ctx: JobContext) -> None:
     except asyncio.CancelledError:
         note("cancelled", ctx)
         raise
+
+
+@q.job(max_attempts=1)
+def die(ctx: JobContext) -> None:
+    """kill -9 of the worker running it, every time."""
+    note("start", ctx)
+    os.kill(os.getpid(), signal.SIGKILL)

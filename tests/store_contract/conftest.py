@@ -38,13 +38,21 @@ def new_job(
     return NewJob(type, '{"n": 1}', queue, priority, max_attempts, None, unique_key, scope)
 
 
-def job_in(store: SqlStore, state: JobState, max_attempts: int = 3) -> Job:
-    """A new job brought to ``state`` by the store's own transitions."""
+def claim_ahead(store: SqlStore, limit: int = 1, owner: str = OWNER) -> list[Job]:
+    """Claim up to ``limit`` jobs ahead (``claimed_ahead``), as a worker does for its line."""
+    recorded, jobs = store.record_and_claim(owner, [], 0, LEASE, ahead=limit)
+    assert recorded.ahead == {j.id for j in jobs}
+    return jobs
+
+
+def job_in(store: SqlStore, state: JobState, max_attempts: int = 3, ahead: bool = False) -> Job:
+    """A new job brought to ``state`` by the store's own transitions (``ahead``: a running
+    one is claimed ahead)."""
     [job_id] = store.insert([new_job(max_attempts=max_attempts)])
     if state is JobState.CANCELLED:
         return store.cancel(job_id)
     if state is not JobState.PENDING:
-        [claimed] = store.claim(OWNER, 1, LEASE)
+        [claimed] = claim_ahead(store) if ahead else store.claim(OWNER, 1, LEASE)
         assert claimed.id == job_id
         if state is JobState.RUNNING:
             return claimed

@@ -10,7 +10,7 @@ from contextlib import suppress
 
 from ..errors import InvalidTransition, JobNotFound
 from ..job import TRANSITIONS, Attempt, Job
-from .records import Recorded
+from .records import Recorded, Rescued
 from .stats import StatsQueries
 from .ticks import TickQueries
 
@@ -121,25 +121,41 @@ class SqlStore(TickQueries, StatsQueries):
         lease_seconds: float,
         queues: Sequence[str] | None = None,
         durable: bool = True,
+        ahead: int = 0,
+        started: Sequence[Job] = (),
     ) -> tuple[Recorded, list[Job]]:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
         next batch cost one round trip and one commit.
 
         ``durable=False``: the commit need only survive this process being killed, not the
         machine losing power (a later durable commit makes it durable too); SQLite then
-        skips its sync to disk."""
+        skips its sync to disk. ``started``: jobs claimed ahead that have started (recorded
+        first). ``ahead``: claim up to that many more jobs ahead, after the ``limit`` ones
+        (listed last; their ids in ``Recorded.ahead``)."""
         succeeded = [o for o in outcomes if o.kind == "succeeded"]
         others = [o for o in outcomes if o.kind != "succeeded"]
         statements: list[Statement] = []
+        if started:
+            statements.append(("started", self._started_params(owner, started)))
         if succeeded:
             statements.append(("succeeded", self._succeeded_params(owner, succeeded)))
         for o in others:
             statements.extend(self._outcome_statements(owner, o))
         if limit > 0:
             statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
+        if ahead > 0:
+            params = self._claim_params(owner, ahead, lease_seconds, queues)
+            statements.append(("claim_ahead", params))
         results = self._query_many(statements) if statements else []
+        claimed_ahead = self._claimed(results.pop(), owner) if ahead > 0 else []
         jobs = self._claimed(results.pop(), owner) if limit > 0 else []
-        return self._recorded([o.job for o in succeeded], others, results), jobs
+        confirmed = [r[0] for r in results.pop(0)] if started else []
+        recorded = self._recorded([o.job for o in succeeded], others, results)
+        recorded.started, recorded.ahead = confirmed, {j.id for j in claimed_ahead}
+        return recorded, jobs + claimed_ahead
+
+    def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+        return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
         """The statements of one outcome; the last one's rows tell whether it applied."""
@@ -193,9 +209,18 @@ class SqlStore(TickQueries, StatsQueries):
         )  # fmt: skip
         return {r[0] for r in rows}
 
-    def rescue_expired(self) -> list[Job]:
-        """Jobs whose lease ran out go back to pending (or failed, when out of attempts)."""
-        return [self._job(r) for r in self._query("rescue_expired", now=self._now())]
+    def rescue_expired(self) -> Rescued:
+        """Jobs whose lease ran out go back to pending (or failed, when out of attempts);
+        those claimed ahead that never started are refunded (see ``Rescued``)."""
+        statements = self._rescue_statements(self._now())
+        if not statements:
+            return Rescued([], [])
+        results = self._query_many(statements)
+        refunded, rescued = results[0], results[-1]
+        return Rescued([self._job(r) for r in rescued], [self._job(r) for r in refunded])
+
+    def _rescue_statements(self, now: Any) -> list[Statement]:
+        return [("refund_expired", {"now": now}), ("rescue_expired", {"now": now})]
 
     def due_in(self, queues: Sequence[str] | None = None) -> float | None:
         """Seconds until the next pending job (of ``queues``) is due; <= 0: due now."""

@@ -177,7 +177,7 @@ class PostgresStore(SqlStore):
             yield
         except (errors.DuplicatePreparedStatement, errors.InvalidSqlStatementName) as exc:
             raise self._pooler_lost_statement(exc) from exc
-        except (errors.UndefinedTable, errors.UndefinedFunction) as exc:
+        except (errors.UndefinedTable, errors.UndefinedFunction, errors.UndefinedColumn) as exc:
             raise SchemaMissing(
                 f"tickq's tables are missing in this database, or not up to date "
                 f"({exc.diag.message_primary}); run q.migrate() or `tickq migrate APP` first"

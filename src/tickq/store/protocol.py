@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..job import Attempt, Job, NewJob
     from .plumbing import Wake
     from .postgres import PostgresStore
-    from .records import Outcome, Recorded, ScheduleMove, TickState
+    from .records import Outcome, Recorded, Rescued, ScheduleMove, TickState
     from .sqlite import SQLiteStore
 
 
@@ -46,8 +46,11 @@ class Transitions(Protocol):
         lease_seconds: float,
         queues: Sequence[str] | None = None,
         durable: bool = True,
+        ahead: int = 0,
+        started: Sequence[Job] = (),
     ) -> tuple[Recorded, list[Job]]:
-        """``record`` then ``claim``, in one transaction."""
+        """``started`` (jobs claimed ahead that began), ``record``, then ``claim`` and
+        ``claimed_ahead`` (``ahead`` more, listed last), in one transaction."""
 
     def release(self, owner: str, jobs: Sequence[Job]) -> list[int]:
         """``released``: back to pending, the attempt not counted; returns the ids moved."""
@@ -55,8 +58,9 @@ class Transitions(Protocol):
     def extend_leases(self, owner: str, ids: Sequence[int], lease_seconds: float) -> set[int]:
         """Push leases forward; returns the ids ``owner`` still holds."""
 
-    def rescue_expired(self) -> list[Job]:
-        """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts)."""
+    def rescue_expired(self) -> Rescued:
+        """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts);
+        ``refunded`` instead for jobs claimed ahead that never ``started``."""
 
     def retry(self, job_id: int) -> Job:
         """``retry`` by hand: a failed or cancelled job to pending, due now."""

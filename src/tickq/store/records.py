@@ -43,9 +43,12 @@ RECORDED_FIELDS = (*OUTCOMES, "stale")
 
 
 class Recorded:
-    """Which outcomes the store applied; ``stale`` lost their lease before finishing."""
+    """Which outcomes the store applied; ``stale`` lost their lease before finishing.
 
-    __slots__ = ("cancelled", "failed", "retried", "stale", "succeeded")
+    With them, from the same round trip: ``started``, the ids of jobs claimed ahead whose
+    start it recorded, and ``ahead``, the ids of the jobs it claimed ahead."""
+
+    __slots__ = ("ahead", "cancelled", "failed", "retried", "stale", "started", "succeeded")
 
     def __init__(self) -> None:
         self.succeeded: list[Job] = []
@@ -53,10 +56,21 @@ class Recorded:
         self.failed: list[Job] = []
         self.cancelled: list[Job] = []
         self.stale: list[Job] = []
+        self.started: list[int] = []
+        self.ahead: set[int] = set()
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in RECORDED_FIELDS)
         return f"Recorded({shown})"
+
+
+class Rescued(list[Job]):
+    """The jobs ``rescue_expired`` moved back (or to failed); ``refunded`` holds the ids of
+    those claimed ahead that never started, whose attempt was given back."""
+
+    def __init__(self, jobs: list[Job], refunded: list[Job]) -> None:
+        super().__init__(refunded + jobs)
+        self.refunded = {j.id for j in refunded}
 
 
 class TickState(Frozen):

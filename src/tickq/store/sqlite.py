@@ -106,9 +106,9 @@ class SQLiteStore(SqlStore):
             yield
         except sqlite3.OperationalError as exc:
             message = str(exc)
-            if "no such table" in message:
+            if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
-                    f"tickq's tables are missing in {self.path} ({message}); "
+                    f"tickq's tables are missing or not up to date in {self.path} ({message}); "
                     "run q.migrate() or `tickq migrate APP` first"
                 ) from exc
             if "locked" in message or "busy" in message:
@@ -247,15 +247,21 @@ class SQLiteStore(SqlStore):
         lease_seconds: float,
         queues: Sequence[str] | None = None,
         durable: bool = True,
+        ahead: int = 0,
+        started: Sequence[Job] = (),
     ) -> tuple[Recorded, list[Job]]:
         # A process killed after a WAL commit loses nothing, synced or not; and the next
         # synced commit syncs every earlier one (the WAL is appended in order).
         if durable or self.synchronous not in ("full", "extra"):
-            return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues)
+            return super().record_and_claim(
+                owner, outcomes, limit, lease_seconds, queues, True, ahead, started
+            )
         conn = self._connection()
         conn.execute("PRAGMA synchronous=normal")
         try:
-            return super().record_and_claim(owner, outcomes, limit, lease_seconds, queues)
+            return super().record_and_claim(
+                owner, outcomes, limit, lease_seconds, queues, True, ahead, started
+            )
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
@@ -263,14 +269,16 @@ class SQLiteStore(SqlStore):
         params = self._outcome_params(owner, outcome)
         return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
-    def rescue_expired(self) -> list[Job]:
-        if not self._query("any_expired", now=self._now()):
+    def _rescue_statements(self, now: Any) -> list[Statement]:
+        if not self._query("any_expired", now=now):
             return []
-        now = self._now()
-        _, rows = self._query_many(
-            [("add_expired_attempts", {"now": now}), ("rescue_expired", {"now": now})]
-        )
-        return [self._job(r) for r in rows]
+        # Refunds first: add_expired_attempts then sees only the jobs rescue_expired moves.
+        return [("refund_expired", {"now": now}), ("add_expired_attempts", {"now": now}),
+                ("rescue_expired", {"now": now})]  # fmt: skip
+
+    def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+        # [[id, attempt], ...]: the started query reads it with json_each.
+        return {"owner": owner, "pairs": dumps([[j.id, j.attempts] for j in jobs])}
 
     def enqueue_schedules(self, moves: Sequence[ScheduleMove]) -> list[dict[str, int] | None]:
         conn = self._connection()

@@ -47,9 +47,11 @@ SELECT j.id, j.unique_key FROM j, LATERAL (
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
 -- subquery made the planner hash-join over the whole table. tickq_due (migration 4) picks
--- and locks the due rows in claim order, always through the claim index.
+-- and locks the due rows in claim order, always through the claim index. A job claimed to
+-- start at once is not ahead (a refunded one stays marked 2).
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
                        + make_interval(secs => :lease_seconds),
     attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
@@ -57,6 +59,27 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
 WHERE id = ANY(ARRAY(
     SELECT tickq_due(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
 RETURNING {claimed_columns}
+
+-- name: claim_ahead
+-- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
+-- says it started. Jobs once refunded are never claimed ahead again.
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
+    lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
+                       + make_interval(secs => :lease_seconds),
+    attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
+    updated_at = COALESCE(CAST(:now AS timestamptz), now())
+WHERE id = ANY(ARRAY(
+    SELECT tickq_due_ahead(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
+RETURNING {claimed_columns}
+
+-- name: started
+-- Jobs claimed ahead that the worker started: a rescue now counts their attempt.
+UPDATE tickq_jobs SET ahead = 0
+WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
+  AND lease_owner = :owner
+  AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
+RETURNING id
 
 -- name: succeeded
 UPDATE tickq_jobs
@@ -120,6 +143,7 @@ SELECT {job_columns} FROM j
 -- name: release
 UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING id
@@ -130,6 +154,24 @@ SET lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
                        + make_interval(secs => :lease_seconds)
 WHERE status = 'running' AND lease_owner = :owner AND id = ANY(CAST(:ids AS bigint[]))
 RETURNING id
+
+-- name: refund_expired
+-- Runs just before rescue_expired, in the same transaction: a job claimed ahead that never
+-- said it started goes back with its attempt refunded (no attempt row), marked 2.
+WITH expired AS (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'running' AND ahead = 1
+      AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
+    FOR UPDATE SKIP LOCKED),
+j AS (
+    UPDATE tickq_jobs t
+    SET status = 'pending', attempts = t.attempts - 1, ahead = 2,
+        run_after = COALESCE(CAST(:now AS timestamptz), now()),
+        lease_owner = NULL, lease_expires_at = NULL,
+        updated_at = COALESCE(CAST(:now AS timestamptz), now())
+    FROM expired WHERE t.id = expired.id
+    RETURNING t.*)
+SELECT {job_columns} FROM j
 
 -- name: rescue_expired
 -- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).

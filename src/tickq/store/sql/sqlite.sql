@@ -10,8 +10,10 @@ ON CONFLICT DO NOTHING
 RETURNING id
 
 -- name: claim
+-- A job claimed to start at once is not ahead (a refunded one stays marked 2).
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
 WHERE id IN (
     SELECT id FROM tickq_jobs
@@ -20,6 +22,32 @@ WHERE id IN (
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
+
+-- name: claim_ahead
+-- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
+-- says it started. Jobs once refunded are never claimed ahead again.
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND run_after <= :now
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND ahead < 2
+    ORDER BY priority DESC, run_after, id
+    LIMIT :limit)
+RETURNING {claimed_columns}
+
+-- name: started
+-- Jobs claimed ahead that the worker started (:pairs is [[id, attempt], ...]): a rescue
+-- now counts their attempt.
+UPDATE tickq_jobs SET ahead = 0
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt
+      FROM json_each(:pairs)) AS f
+WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
+  AND tickq_jobs.status = 'running' AND tickq_jobs.ahead = 1
+  AND tickq_jobs.lease_owner = :owner
+RETURNING tickq_jobs.id
 
 -- name: succeeded
 -- :pairs is [[id, attempt, duration, result], ...] (result: JSON text or null); UPDATE ...
@@ -66,6 +94,7 @@ ON CONFLICT DO NOTHING
 -- name: release
 UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING id
@@ -78,6 +107,15 @@ RETURNING id
 
 -- name: any_expired
 SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
+
+-- name: refund_expired
+-- Runs first in a rescue's transaction: a job claimed ahead that never said it started
+-- goes back with its attempt refunded (no attempt row), marked 2.
+UPDATE tickq_jobs
+SET status = 'pending', attempts = attempts - 1, ahead = 2, run_after = :now,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
+RETURNING {job_columns}
 
 -- name: add_expired_attempts
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
