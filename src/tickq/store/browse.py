@@ -27,7 +27,7 @@ EXACT_BELOW = 50_000
 
 def _ready(store: SqlStore) -> SqlStore:
     if "browse_active_counts" not in store._sql:
-        store._sql.update(load_queries(f"browse_{store.dialect}", store.paramstyle))
+        store._sql.update(load_queries(f"browse_{store.dialect}", store.paramstyle, store._sql))
     return store
 
 

@@ -28,15 +28,29 @@ OUT_OF_ATTEMPTS = "attempts >= max_attempts"
 _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
-def load_queries(dialect: str, paramstyle: str) -> dict[str, str]:
+def load_queries(
+    dialect: str, paramstyle: str, library: dict[str, str] | None = None
+) -> dict[str, str]:
     """Return {name: sql}: ``sql/common.sql`` then ``sql/<dialect>.sql``. ``paramstyle``
-    is "named" (:x) or "pyformat" (%(x)s)."""
+    is "named" (:x) or "pyformat" (%(x)s). ``{@name}`` includes the section ``name`` of
+    these queries, or of ``library`` when given (a store's own, for its browse queries)."""
     queries = _sections("common", paramstyle)
     for name, sql in _sections(dialect, paramstyle).items():
         if name in queries:
             raise RuntimeError(f"query {name!r} is in both common.sql and {dialect}.sql")
         queries[name] = sql
-    return queries
+    return include_fragments(queries, queries if library is None else library)
+
+
+def include_fragments(queries: dict[str, str], library: dict[str, str]) -> dict[str, str]:
+    """Replace each ``{@name}`` in ``queries`` with the section ``name`` of ``library``: one
+    copy of SQL that several statements end with (e.g. ``retire_doomed``)."""
+    import re
+
+    def fragment(match: re.Match[str]) -> str:
+        return library[match.group(1)]
+
+    return {name: re.sub(r"\{@(\w+)\}", fragment, sql) for name, sql in queries.items()}
 
 
 def _sections(file: str, paramstyle: str) -> dict[str, str]:

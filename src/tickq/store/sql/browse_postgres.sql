@@ -55,26 +55,4 @@ WITH doomed AS (
     SELECT id FROM tickq_jobs
     WHERE id = :id AND status IN ('done', 'failed', 'cancelled')
     FOR UPDATE),
-d AS (
-    DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
-    RETURNING id, queue, type, status, attempted_at, finished_at, duration),
-a AS (
-    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d)
-    RETURNING job_id, outcome, started_at, finished_at, duration),
-durations AS (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
-    FROM d WHERE status = 'done'
-    UNION ALL
-    SELECT d.queue, d.type, a.outcome,
-           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
-    FROM a JOIN d ON d.id = a.job_id),
-r AS (
-    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
-    SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
-    FROM durations GROUP BY 1, 2, 3, 4
-    ON CONFLICT (queue, type, outcome, le) DO UPDATE
-    SET attempts = tickq_totals.attempts + excluded.attempts,
-        seconds = tickq_totals.seconds + excluded.seconds)
-SELECT id FROM d
+{@retire_doomed}

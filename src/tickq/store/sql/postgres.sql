@@ -237,13 +237,10 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
--- name: prune
--- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
--- and the duration histogram never go down.
-WITH doomed AS (
-    SELECT id FROM tickq_jobs
-    WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
-    LIMIT :batch),
+-- name: retire_doomed
+-- Not a query: the tail of a statement whose CTE "doomed" picks finished jobs to delete
+-- (prune, the dashboard's delete). Their attempts are first added to tickq_totals, so
+-- processed totals and the duration histogram never go down. Included as {@retire_doomed}.
 d AS (
     DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
     RETURNING id, queue, type, status, attempted_at, finished_at, duration),
@@ -267,6 +264,15 @@ r AS (
     SET attempts = tickq_totals.attempts + excluded.attempts,
         seconds = tickq_totals.seconds + excluded.seconds)
 SELECT id FROM d
+
+-- name: prune
+-- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
+-- and the duration histogram never go down.
+WITH doomed AS (
+    SELECT id FROM tickq_jobs
+    WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
+    LIMIT :batch),
+{@retire_doomed}
 
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs
