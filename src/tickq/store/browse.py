@@ -129,12 +129,10 @@ def delete(store: SqlStore, job_id: int) -> None:
     """Delete one finished job and its attempts (its totals are kept, as prune keeps them)."""
     _ready(store)
     if store.dialect == "sqlite":
-        statements = [(n, {"id": job_id}) for n in
-                      ("browse_roll_up", "browse_delete_attempts", "browse_delete")]  # fmt: skip
-        rows = store._query_many(statements)[-1]
+        deleted = store._retire("browse_finished", {"id": job_id})  # type: ignore[attr-defined]
     else:
-        rows = store._query("browse_delete", id=job_id)
-    if rows:
+        deleted = len(store._query("browse_delete", id=job_id))
+    if deleted:
         return
     job = store.get(job_id)
     if job is None:

@@ -303,10 +303,14 @@ class SQLiteStore(SqlStore):
         return [(name, params)]
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
+        return self._retire("prunable", {"cutoff": cutoff, "batch": batch})
+
+    def _retire(self, select: str, params: dict[str, Any]) -> int:
+        """Delete the finished jobs the query ``select`` picks, and their attempts, having
+        added what they counted to tickq_totals (prune, the dashboard's delete)."""
         conn = self._connection()
         with self._errors(), self._transaction(conn):
-            found = conn.execute(self._sql["prunable"], {"cutoff": cutoff, "batch": batch})
-            ids = dumps([r[0] for r in found])
+            ids = dumps([r[0] for r in conn.execute(self._sql[select], params)])
             for name in ("roll_up_totals", "prune_attempts", "prune"):
                 deleted = conn.execute(self._sql[name], {"ids": ids}).rowcount
         return max(int(deleted), 0)

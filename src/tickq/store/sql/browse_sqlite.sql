@@ -52,33 +52,7 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 -- name: browse_by_unique_key
 SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LIMIT :limit
 
--- name: browse_roll_up
--- Deleting a finished job by hand: what it counted is first added to tickq_totals, as
--- prune does, so processed totals never go down. The three statements run in one
--- transaction, each guarded by the job's status.
-INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
-SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
-    FROM tickq_jobs WHERE status = 'done' AND id = :id
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
-    WHERE a.job_id = :id AND j.status IN ('done', 'failed', 'cancelled'))
-WHERE true
-GROUP BY 1, 2, 3, 4
-ON CONFLICT (queue, type, outcome, le) DO UPDATE
-SET attempts = tickq_totals.attempts + excluded.attempts,
-    seconds = tickq_totals.seconds + excluded.seconds
-
--- name: browse_delete_attempts
-DELETE FROM tickq_attempts
-WHERE job_id = (SELECT id FROM tickq_jobs
-                WHERE id = :id AND status IN ('done', 'failed', 'cancelled'))
-
--- name: browse_delete
-DELETE FROM tickq_jobs WHERE id = :id AND status IN ('done', 'failed', 'cancelled')
-RETURNING id
+-- name: browse_finished
+-- The job the dashboard deletes, if it is finished (SQLiteStore._retire does the rest, as
+-- for prune: totals rolled up, attempts and job deleted, in one transaction).
+SELECT id FROM tickq_jobs WHERE id = :id AND status IN ('done', 'failed', 'cancelled')
