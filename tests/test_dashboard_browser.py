@@ -160,7 +160,10 @@ def test_keyboard_and_phone(q: Queue, browser: Any, shots: Path) -> None:
         page = context.new_page()
         page.set_default_timeout(10_000)
         page.goto(f"{base}/tickq/login")
-        page.keyboard.type(PASSWORD)  # the password field has focus on arrival
+        # The password field takes focus on arrival (autofocus), which Chromium applies a
+        # moment after "load": wait for it rather than type into nothing.
+        page.wait_for_function("document.activeElement && document.activeElement.id === 'password'")
+        page.keyboard.type(PASSWORD)
         page.keyboard.press("Enter")
         page.wait_for_url(f"{base}/tickq/")
         page.keyboard.press("Tab")
