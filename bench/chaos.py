@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,12 @@ def _evidence(settings: Settings, fleet: Fleet, injector: Injector, watcher: Ove
         while page := q.list_jobs(type="chaos", limit=1000, before_id=before):
             jobs.update({j.payload["n"]: j for j in page})
             before = page[-1].id
-        attempts = {j.id: q.attempts(j.id) for j in jobs.values() if j.attempts > 1}
+        runs = read_runs(folder)
+        ran = Counter(r.job_id for r in runs)
+        # Every job that ran more than once, or spent more than one attempt: its history
+        # explains each extra run (lease_expired, or refunded: then attempts stays 1).
+        attempts = {j.id: q.attempts(j.id) for j in jobs.values()
+                    if j.attempts > 1 or ran[j.id] > 1}  # fmt: skip
         integrity = None
         if settings.backend == "sqlite":
             import sqlite3
@@ -182,7 +188,7 @@ def _evidence(settings: Settings, fleet: Fleet, injector: Injector, watcher: Ove
     finally:
         q.close()
     return Evidence(
-        total=settings.jobs, runs=read_runs(folder), jobs=jobs, attempts=attempts,
+        total=settings.jobs, runs=runs, jobs=jobs, attempts=attempts,
         faults=injector.faults, killed=dict(fleet.killed), roles=dict(fleet.roles),
         overdue=watcher.ids, enqueue_log=read_enqueue_log(folder), integrity=integrity,
         tick_exits=dict(fleet.tick_exits),

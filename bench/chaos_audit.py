@@ -3,9 +3,9 @@
 Promises checked (each broken one is listed with the jobs that break it):
 - no job lost: every job the enqueuer stored ends ``done`` with a finished run;
 - never twice, except after a kill: every run but a job's last is an attempt whose process
-  the injector killed, and that tickq recorded as ``lease_expired`` or refunded (a job
-  claimed ahead whose start was not yet recorded: the same attempt runs again, once per job
-  at most);
+  the injector killed, and that tickq recorded as ``lease_expired`` or ``refunded`` (a
+  claimed job whose start was not yet confirmed: the same attempt number runs again, once
+  per job at most, and the history holds a ``refunded`` row for it);
 - no job left ``running`` long past its lease;
 - no attempt burned on a job that never started: every ``lease_expired`` attempt ran;
 - an enqueuer killed mid-``enqueue_many`` stored the whole batch or none of it;
@@ -145,8 +145,9 @@ def _extra_runs(
     extra, unexplained, finished = [], [], []
     for n, runs in by_job.items():
         runs = sorted(runs, key=lambda r: (r.attempt, r.start))
-        expired = {a.attempt for a in ev.attempts.get(runs[0].job_id, [])
-                   if a.outcome == "lease_expired"}  # fmt: skip
+        history = ev.attempts.get(runs[0].job_id, [])
+        expired = {a.attempt for a in history if a.outcome == "lease_expired"}
+        refunds = {a.attempt for a in history if a.outcome == "refunded"}
         repeats = len(runs) - len({r.attempt for r in runs})
         if repeats > 1:
             unexplained.append(f"job n={n} id={runs[0].job_id}: {repeats} runs repeated an "
@@ -155,11 +156,13 @@ def _extra_runs(
             extra.append(run)
             if run.end is not None:
                 finished.append(run)
-            # The same attempt again: refunded (claimed ahead, its start not yet recorded),
-            # unless that attempt's one lease_expired row can only be this run's.
+            # The same attempt again: refunded (its start not yet confirmed), recorded as
+            # such, unless that attempt's one lease_expired row can only be this run's.
             same = following.attempt == run.attempt
             if same and run.attempt in expired and following is runs[-1]:
                 why = "the same attempt ran twice"
+            elif same and run.attempt not in refunds:
+                why = "the same attempt ran again with no refund recorded"
             else:
                 why = _why_unexplained(ev, run, expired, same)
             if why:

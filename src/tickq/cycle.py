@@ -87,12 +87,12 @@ def _claim(
 
 def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
     """Return jobs whose worker vanished to pending (or failed when out of attempts); jobs
-    it had claimed ahead and never started come back with their attempt refunded."""
+    it held whose start it never confirmed come back with their attempt refunded."""
     rescued = runtime.store.rescue_expired()
     for job in rescued:
         if job.id in rescued.refunded:
             report["refunded"] += 1
-            log.info("tickq job %s %s: lease expired before it started (claimed ahead); "
+            log.info("tickq job %s %s: lease expired before its start was confirmed; "
                      "refunded attempt %s", job.id, job.type, job.attempts + 1,
                      extra={"event": "refunded", "job_id": job.id, "job_type": job.type,
                             "attempt": job.attempts + 1})  # fmt: skip

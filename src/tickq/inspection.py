@@ -33,7 +33,8 @@ class Inspection:
         """Every attempt of a job, oldest first: start, end, outcome and error.
 
         ``outcome`` is ``error``, ``cancelled`` or ``lease_expired`` for attempts that did
-        not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
+        not succeed, ``refunded`` for a run not counted (its worker vanished before
+        confirming the start) (``error_type``, ``error_message`` and ``traceback`` split the error),
         ``done`` for the successful one and ``running`` for one in progress.
         """
         return self.store.attempts(job_id)

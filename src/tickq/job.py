@@ -52,8 +52,8 @@ class JobState(StrEnum):
 
     RUNNING = "running"
     """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``failed``,
-    ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if it was claimed
-    ahead and never ``started``) when the lease expires."""
+    ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if its start was
+    never confirmed) when the lease expires."""
 
     DONE = "done"
     """Finished successfully (``succeeded``). Out: ``pruned`` only."""
@@ -121,7 +121,7 @@ STATE_MACHINE = (
     Transition("cancelled", (_R,),    _C,    None,     0,       "cancelled", "cancelled"),
     Transition("released",  (_R,),    _P,    None,     -1,      None,       "release"),
     Transition("rescued",   (_R,),    _P,    _F,       0,  "lease_expired", "rescue_expired"),
-    Transition("refunded",  (_R,),    _P,    None,     -1,      None,       "refund_expired"),
+    Transition("refunded",  (_R,),    _P,    None,     -1,      "refunded", "refund_expired"),
     Transition("retry",     (_F, _C), _P,    None,     0,       None,       "retry"),
     Transition("cancel",    (_P, _R), _C,    None,     0,       "cancelled", "cancel"),
     Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
@@ -131,11 +131,14 @@ the job is ``out_of_attempts`` (the executor decides); a ``rescued`` job out of 
 goes to failed (the store decides, by the same rule). ``retry`` and ``cancel`` are made by
 a person; ``pruned`` rows are first added to the processed totals.
 
-A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line;
-``started`` (its only change is that mark: the job stays running) says one of them started.
-A lease that runs out on a job claimed ahead and never said started is ``refunded``: back
-to pending with the attempt given back, and never claimed ahead again — so a job that kills
-its worker each time gets at most one run not counted, and still runs out of attempts."""
+A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line.
+Every claim is unconfirmed until ``started`` (its only change is that mark: the job stays
+running) or the job's outcome reaches the database in a later round trip. A lease that runs
+out on an unconfirmed job is ``refunded``: back to pending with the attempt given back (the
+history keeps a ``refunded`` row, numbered like the attempt it gave back), and never
+refunded or claimed ahead again — so a process killed between its claim and the job's
+start spends no attempt, and a job that kills its worker each time gets at most one run not
+counted, and still runs out of attempts."""
 
 TRANSITIONS = {t.name: t for t in STATE_MACHINE}
 """The state machine by name."""
@@ -234,7 +237,9 @@ class Attempt(Frozen):
     """One attempt of a job: its start, end, outcome and error.
 
     Failed and interrupted attempts are rows of ``tickq_attempts`` (``outcome`` is
-    ``error``, ``cancelled`` or ``lease_expired``); the successful final attempt
+    ``error``, ``cancelled`` or ``lease_expired``; ``refunded`` for a run whose worker
+    vanished before confirming its start, not counted: the next run has the same
+    ``attempt`` number); the successful final attempt
     (``done``) and the one in progress (``running``, ``finished_at`` None) are read from
     the job row itself, so success costs no extra write. ``started_at`` is when the
     attempt was claimed; jobs claimed in one batch run one after another.

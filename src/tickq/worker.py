@@ -1,13 +1,14 @@
 """Internal: the always-on driver behind ``tickq worker APP`` and ``q.run_worker()``.
 
 One loop on the calling thread claims batches of due jobs (one per free slot, plus, for
-short jobs, as many "ahead" as the slots get through in ~20 ms: those wait in line and are
-marked until the next round trip records that they started, so a worker killed holding them
-spends none of their attempts), hands them to a pool (threads for sync functions, one event
-loop for ``async def`` ones), records finished outcomes in one round trip per batch, and
-otherwise sleeps until a job is enqueued (LISTEN/NOTIFY on Postgres,
-in-process on SQLite), the next pending job comes due, a schedule slot comes due (it
-enqueues those itself, as a tick would), a job finishes, or the poll interval passes.
+short jobs, as many "ahead" as the slots get through in ~20 ms, to wait in line; every
+claimed job is marked until the next round trip records that it started (or its outcome),
+so a worker killed holding it spends none of its attempts), hands them to a pool
+(threads for sync functions, one event loop for ``async def`` ones), records finished
+outcomes in one round trip per batch, and otherwise sleeps until a job is enqueued
+(LISTEN/NOTIFY on Postgres, in-process on SQLite), the next pending job comes due, a
+schedule slot comes due (it enqueues those itself, as a tick would), a job finishes, or the
+poll interval passes.
 Everything it does to a job goes through the same store transitions as ``process_jobs``
 and ``q.tick()``.
 """
@@ -95,7 +96,7 @@ class Worker:
         self._running: dict[int, Job] = {}  # id(job) -> job handed to the pool (may wait)
         self._unrecorded: list[Outcome] = []
         self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
-        self._ahead: dict[int, Job] = {}  # id(job) -> job claimed ahead, start not recorded
+        self._ahead: dict[int, Job] = {}  # id(job) -> job claimed, its start not recorded
         self._began: deque[Job] = deque()  # of those, started (appended by the pool)
         self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
         self._listening = False
@@ -208,10 +209,10 @@ class Worker:
         began = self._take_began()
         looked = self.pacing.clock()
         try:
-            recorded, jobs = record_and_claim(
+            jobs = record_and_claim(
                 self.runtime, self.keeper, outcomes, self.report, for_slots, self.queues,
                 ahead=limit - for_slots, started=began,
-            )  # fmt: skip
+            )[1]  # fmt: skip
         except BaseException:
             self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost
             for job in began:  # recorded by a later round trip
@@ -229,8 +230,7 @@ class Worker:
         self.keeper.hold(jobs)
         for job in jobs:
             self._running[id(job)] = job
-            if job.id in recorded.ahead:
-                self._ahead[id(job)] = job  # before the pool can start it
+            self._ahead[id(job)] = job  # before the pool can start it
         self.pool.submit(jobs)
         self._wake_after = max(1, len(self._running) - target // 2)
         if len(jobs) == limit and limit:
@@ -259,8 +259,8 @@ class Worker:
                 self.pool.cancel(job)
 
     def _take_began(self) -> list[Job]:
-        """The jobs claimed ahead that started since the last round trip (whose start it
-        now records); those finished meanwhile need no record of it: their outcome has."""
+        """The claimed jobs that started since the last round trip (whose start it now
+        records); those finished meanwhile need no record of it: their outcome has."""
         began = []
         while self._began:
             job = self._began.popleft()

@@ -46,8 +46,9 @@ def claim_ahead(store: SqlStore, limit: int = 1, owner: str = OWNER) -> list[Job
 
 
 def job_in(store: SqlStore, state: JobState, max_attempts: int = 3, ahead: bool = False) -> Job:
-    """A new job brought to ``state`` by the store's own transitions (``ahead``: a running
-    one is claimed ahead)."""
+    """A new job brought to ``state`` by the store's own transitions. A running one has
+    started (its start recorded, as a worker's next round trip does) unless ``ahead``:
+    then it was claimed ahead and is still waiting in line."""
     [job_id] = store.insert([new_job(max_attempts=max_attempts)])
     if state is JobState.CANCELLED:
         return store.cancel(job_id)
@@ -55,6 +56,8 @@ def job_in(store: SqlStore, state: JobState, max_attempts: int = 3, ahead: bool 
         [claimed] = claim_ahead(store) if ahead else store.claim(OWNER, 1, LEASE)
         assert claimed.id == job_id
         if state is JobState.RUNNING:
+            if not ahead:
+                assert store.record_and_claim(OWNER, [], 0, LEASE, started=[claimed])[0].started
             return claimed
         kind = "succeeded" if state is JobState.DONE else "failed"
         store.record(OWNER, [Outcome(claimed, kind, None if kind == "succeeded" else "E: x")])

@@ -1,5 +1,6 @@
-"""Jobs claimed ahead: a rescue refunds the attempt of one that never said it started, once;
-a job once refunded is never claimed ahead again; a late ``started`` changes nothing."""
+"""Unconfirmed claims: a rescue refunds the attempt of a claimed job (ahead or to start at
+once) whose start was never recorded, once, and keeps the refund in its history; a job once
+refunded is never claimed ahead again; a late ``started`` changes nothing."""
 
 from __future__ import annotations
 
@@ -26,13 +27,17 @@ def test_a_job_claimed_ahead_that_never_started_is_refunded_once(
     [back], refunded = expire(store, clock)
     assert refunded == {job.id}
     assert (back.status, back.attempts, back.lease_owner) == (JobState.PENDING, 0, None)
-    assert back.last_error is None and store.attempts(job.id) == []  # no attempt happened
+    assert back.last_error is None  # no attempt was counted; the history keeps the refund:
+    [refund] = store.attempts(job.id)
+    assert (refund.attempt, refund.outcome) == (1, "refunded")
+    assert refund.error is not None and "not counted" in refund.error and OWNER in refund.error
     assert claim_ahead(store, 10) == []  # never claimed ahead again
     [again] = store.claim(OWNER, 10, LEASE)  # but claimed to start at once, it runs
     assert (again.id, again.attempts) == (job.id, 1)
-    moved, refunded = expire(store, clock)
+    moved, refunded = expire(store, clock)  # unconfirmed again, but refunded only once
     assert refunded == set() and [(j.id, j.status) for j in moved] == [(job.id, JobState.FAILED)]
-    assert [a.outcome for a in store.attempts(job.id)] == ["lease_expired"]
+    history = [(a.attempt, a.outcome) for a in store.attempts(job.id)]
+    assert history == [(1, "refunded"), (1, "lease_expired")]
 
 
 def test_a_refunded_job_claimed_again_stays_out_of_claims_ahead(
@@ -82,11 +87,27 @@ def test_only_the_holder_records_a_start(store: SqlStore, clock: FrozenClock) ->
     assert refunded == {job.id}
 
 
-def test_a_normal_claim_is_never_refunded(store: SqlStore, clock: FrozenClock) -> None:
+def test_a_claim_to_start_at_once_is_unconfirmed_until_started(
+    store: SqlStore, clock: FrozenClock
+) -> None:
+    """The claim window: a process killed after its claim committed and before the job
+    started spends no attempt."""
+    store.insert([new_job(max_attempts=1), new_job(max_attempts=1)])
+    first, second = store.claim(OWNER, 2, LEASE)
+    assert started(store, [second]) == [second.id]
+    assert started(store, [second]) == []  # once
+    moved, refunded = expire(store, clock)
+    assert refunded == {first.id}
+    assert {j.id: (j.status, j.attempts) for j in moved} == {
+        first.id: (JobState.PENDING, 0), second.id: (JobState.FAILED, 1)}  # fmt: skip
+    assert [a.outcome for a in store.attempts(first.id)] == ["refunded"]
+    assert [a.outcome for a in store.attempts(second.id)] == ["lease_expired"]
+
+
+def test_a_job_started_then_rescued_is_counted(store: SqlStore, clock: FrozenClock) -> None:
     job = job_in(store, JobState.RUNNING)
-    assert started(store, [job]) == []  # nothing to mark
     [back], refunded = expire(store, clock)
-    assert refunded == set() and back.attempts == 1
+    assert refunded == set() and (back.id, back.attempts) == (job.id, 1)
 
 
 def test_claims_for_free_slots_come_first_then_those_ahead(
@@ -98,7 +119,7 @@ def test_claims_for_free_slots_come_first_then_those_ahead(
     assert recorded.ahead == {ids[4], ids[3]}
     assert [j.attempts for j in jobs] == [1, 1, 1, 1]
     moved, refunded = expire(store, clock)
-    assert refunded == {ids[4], ids[3]} and len(moved) == 4
+    assert refunded == set(ids[1:]) and len(moved) == 4  # none said it started
 
 
 def test_a_released_job_claimed_ahead_can_be_claimed_ahead_again(
@@ -111,7 +132,7 @@ def test_a_released_job_claimed_ahead_can_be_claimed_ahead_again(
     assert again.id == job.id and again.attempts == 1
 
 
-def test_an_unconfirmed_job_that_finished_then_claimed_normally_is_counted(
+def test_a_job_that_finished_unconfirmed_is_unconfirmed_again_on_its_next_claim(
     store: SqlStore, clock: FrozenClock
 ) -> None:
     job = job_in(store, JobState.RUNNING, ahead=True)
@@ -119,4 +140,7 @@ def test_an_unconfirmed_job_that_finished_then_claimed_normally_is_counted(
     clock.advance(seconds=1)
     [again] = store.claim(OWNER, 1, LEASE)
     [back], refunded = expire(store, clock)
-    assert refunded == set() and back.attempts == again.attempts == 2
+    assert refunded == {job.id} and (again.attempts, back.attempts) == (2, 1)
+    history = [(a.attempt, a.outcome) for a in store.attempts(job.id)]
+    assert history == [(1, "error"), (2, "refunded")]
+    assert started(store, [again]) == []  # too late: the refund stands

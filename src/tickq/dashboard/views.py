@@ -160,6 +160,10 @@ def job_detail(q: Queue, job_id: int) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
+OUTCOME_KINDS = {"done": "done", "refunded": "pending", "snoozed": "pending"}
+"""How the timeline colours an attempt's outcome; the others are failures."""
+
+
 def timeline(job: Job, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Dated events of a job's life, oldest first."""
     events = [{"at": job.created_at, "what": "enqueued", "kind": "pending"}]
@@ -170,7 +174,7 @@ def timeline(job: Job, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                            "kind": "running"})  # fmt: skip
         if a.finished_at:
             events.append({"at": a.finished_at, "what": f"attempt {a.attempt}: {a.outcome}",
-                           "kind": "done" if a.outcome == "done" else "failed"})  # fmt: skip
+                           "kind": OUTCOME_KINDS.get(a.outcome, "failed")})  # fmt: skip
     if job.status == JobState.PENDING and job.attempts:
         events.append({"at": job.run_after, "what": "next attempt due", "kind": "pending"})
     elif job.status in (JobState.FAILED, JobState.CANCELLED) and job.finished_at:

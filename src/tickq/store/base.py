@@ -216,7 +216,8 @@ class SqlStore(TickQueries, StatsQueries):
         if not statements:
             return Rescued([], [])
         results = self._query_many(statements)
-        refunded, rescued = results[0], results[-1]
+        refunded = results[[name for name, _ in statements].index("refund_expired")]
+        rescued = results[-1]
         return Rescued([self._job(r) for r in rescued], [self._job(r) for r in refunded])
 
     def _rescue_statements(self, now: Any) -> list[Statement]:

@@ -60,7 +60,7 @@ class Transitions(Protocol):
 
     def rescue_expired(self) -> Rescued:
         """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts);
-        ``refunded`` instead for jobs claimed ahead that never ``started``."""
+        ``refunded`` instead for jobs whose start was never confirmed (``started``)."""
 
     def retry(self, job_id: int) -> Job:
         """``retry`` by hand: a failed or cancelled job to pending, due now."""

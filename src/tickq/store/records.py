@@ -66,7 +66,7 @@ class Recorded:
 
 class Rescued(list[Job]):
     """The jobs ``rescue_expired`` moved back (or to failed); ``refunded`` holds the ids of
-    those claimed ahead that never started, whose attempt was given back."""
+    those whose start was never confirmed, whose attempt was given back."""
 
     def __init__(self, jobs: list[Job], refunded: list[Job]) -> None:
         super().__init__(refunded + jobs)

@@ -273,8 +273,9 @@ class SQLiteStore(SqlStore):
         if not self._query("any_expired", now=now):
             return []
         # Refunds first: add_expired_attempts then sees only the jobs rescue_expired moves.
-        return [("refund_expired", {"now": now}), ("add_expired_attempts", {"now": now}),
-                ("rescue_expired", {"now": now})]  # fmt: skip
+        names = ("add_refunded_attempts", "refund_expired", "add_expired_attempts",
+                 "rescue_expired")  # fmt: skip
+        return [(name, {"now": now}) for name in names]
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.

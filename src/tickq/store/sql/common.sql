@@ -15,13 +15,15 @@ SELECT {job_columns} FROM tickq_jobs WHERE id = :id
 
 -- name: attempts
 -- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
-FROM tickq_attempts WHERE job_id = :id
-UNION ALL
-SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
-       CASE WHEN status = 'done' THEN duration END
-FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
-ORDER BY 2
+-- A refund (attempt -N) comes before the run that used number N again.
+SELECT job_id, abs(attempt), started_at, finished_at, outcome, error, duration FROM (
+    SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
+    FROM tickq_attempts WHERE job_id = :id
+    UNION ALL
+    SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status,
+           NULL, CASE WHEN status = 'done' THEN duration END
+    FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0) AS h
+ORDER BY abs(attempt), attempt
 
 -- name: counts
 SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type

@@ -47,11 +47,13 @@ SELECT j.id, j.unique_key FROM j, LATERAL (
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
 -- subquery made the planner hash-join over the whole table. tickq_due (migration 4) picks
--- and locks the due rows in claim order, always through the claim index. A job claimed to
--- start at once is not ahead (a refunded one stays marked 2).
+-- and locks the due rows in claim order, always through the claim index. Claimed to start
+-- at once, a job is marked 1 (unconfirmed) like a claim ahead until the next round trip
+-- says it started (or records its outcome), so a process killed between this commit and
+-- the job's start spends no attempt. A job once refunded stays marked 2.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
     lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
                        + make_interval(secs => :lease_seconds),
     attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
@@ -74,7 +76,7 @@ WHERE id = ANY(ARRAY(
 RETURNING {claimed_columns}
 
 -- name: started
--- Jobs claimed ahead that the worker started: a rescue now counts their attempt.
+-- Claimed jobs that the worker started: a rescue now counts their attempt.
 UPDATE tickq_jobs SET ahead = 0
 WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
   AND lease_owner = :owner
@@ -156,13 +158,24 @@ WHERE status = 'running' AND lease_owner = :owner AND id = ANY(CAST(:ids AS bigi
 RETURNING id
 
 -- name: refund_expired
--- Runs just before rescue_expired, in the same transaction: a job claimed ahead that never
--- said it started goes back with its attempt refunded (no attempt row), marked 2.
+-- Runs just before rescue_expired, in the same transaction: a claimed job whose start was
+-- never confirmed goes back with its attempt refunded, marked 2 (refunded at most once).
+-- The history keeps the refund as a row of its own, numbered minus the attempt it gave
+-- back (that number is used again by the next run); its SELECT reads the rows as they
+-- were before the UPDATE (one snapshot for the whole statement).
 WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND ahead = 1
       AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
     FOR UPDATE SKIP LOCKED),
+history AS (
+    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    SELECT t.id, -t.attempts, t.attempted_at, COALESCE(CAST(:now AS timestamptz), now()),
+           'refunded', 'Refunded: attempt ' || t.attempts || ' was claimed by ' || t.lease_owner
+       || ' which stopped renewing its lease (crashed, killed or cut off) before confirming'
+       || ' the job started; the attempt is not counted and the job runs again (once)'
+    FROM tickq_jobs t JOIN expired ON t.id = expired.id
+    ON CONFLICT DO NOTHING),
 j AS (
     UPDATE tickq_jobs t
     SET status = 'pending', attempts = t.attempts - 1, ahead = 2,

@@ -10,10 +10,12 @@ ON CONFLICT DO NOTHING
 RETURNING id
 
 -- name: claim
--- A job claimed to start at once is not ahead (a refunded one stays marked 2).
+-- Claimed to start at once: marked 1 (unconfirmed) like a claim ahead until the next round
+-- trip says it started (or records its outcome), so a process killed between this commit
+-- and the job's start spends no attempt. A job once refunded stays marked 2.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
     lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
 WHERE id IN (
     SELECT id FROM tickq_jobs
@@ -39,8 +41,8 @@ WHERE id IN (
 RETURNING {claimed_columns}
 
 -- name: started
--- Jobs claimed ahead that the worker started (:pairs is [[id, attempt], ...]): a rescue
--- now counts their attempt.
+-- Claimed jobs that the worker started (:pairs is [[id, attempt], ...]): a rescue now
+-- counts their attempt.
 UPDATE tickq_jobs SET ahead = 0
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt
       FROM json_each(:pairs)) AS f
@@ -108,9 +110,20 @@ RETURNING id
 -- name: any_expired
 SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
 
+-- name: add_refunded_attempts
+-- Runs first in a rescue's transaction: the history keeps each refund as a row of its own,
+-- numbered minus the attempt it gave back (that number is used again by the next run).
+INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+SELECT id, -attempts, attempted_at, :now, 'refunded',
+       'Refunded: attempt ' || attempts || ' was claimed by ' || lease_owner
+       || ' which stopped renewing its lease (crashed, killed or cut off) before confirming'
+       || ' the job started; the attempt is not counted and the job runs again (once)'
+FROM tickq_jobs WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
+ON CONFLICT DO NOTHING
+
 -- name: refund_expired
--- Runs first in a rescue's transaction: a job claimed ahead that never said it started
--- goes back with its attempt refunded (no attempt row), marked 2.
+-- A claimed job whose start was never confirmed goes back with its attempt refunded,
+-- marked 2 (refunded at most once).
 UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, ahead = 2, run_after = :now,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
