@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 class Runtime:
-    """Store, job registry, schedules, webhooks, lease settings and owner, and failure/retry hooks."""
+    """Store, job registry, schedules, webhooks, lease settings and owner, failure/retry hooks."""
 
     def __init__(
         self,

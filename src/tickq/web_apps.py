@@ -35,8 +35,6 @@ class WebFactories:
     if TYPE_CHECKING:
         runtime: Runtime
 
-        def job(self, fn: None = None, /, **options: Any) -> Callable[..., Any]: ...
-
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints (and the webhooks) behind every
         adapter below."""
@@ -88,7 +86,8 @@ class WebFactories:
             job_name = name or fn.__name__
             probe = define(fn, job_name, 1, as_backoff(backoff), queue, 0, None, None)
             param = event_parameter(job_name, probe.accepted, probe.required)
-            job = self.job(name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
+            facade: Any = self  # the Queue this mixin is part of
+            job = facade.job(name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
                            priority=priority, timeout=timeout, max_delay=max_delay)(fn)  # fmt: skip
             self.runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
                                                             max_body)  # fmt: skip

@@ -7,8 +7,8 @@ in a worker thread, so the loop keeps serving while jobs run.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
 from typing import Any
 
 from .body import BodyRefused, declared_length, receive_all

@@ -37,6 +37,7 @@ from .options import (
 from .query import QueryError, parse_flag, parse_limit, parse_query
 
 if TYPE_CHECKING:
+
     class TickTarget(Protocol):
         """What the endpoints need of a ``Queue``: its tick, health and stats."""
 
@@ -226,8 +227,8 @@ class Endpoint:
             try:
                 length = declared_length(request.header("content-length"), route.max_body)
                 body = read_all(read, length, route.max_body) if read is not None else b""
-            except BodyRefused as refused:
-                return error(refused.status, refused.message)
+            except BodyRefused as exc:
+                return error(exc.status, exc.message)
             request = replace(request, body=body)
         return route.handler(request)
 

@@ -87,8 +87,13 @@ class Receiver:
         verifier.check(headers, body, self.runtime.clock.now().timestamp())
         event = parse_event(body)
         event_id = verifier.event_id(headers, event, body)
-        meta = {"webhook": {"path": definition.path, "event_id": event_id,
-                            "headers": kept_headers(headers, verifier.signature_headers)}}
+        meta = {
+            "webhook": {
+                "path": definition.path,
+                "event_id": event_id,
+                "headers": kept_headers(headers, verifier.signature_headers),
+            }
+        }
         try:
             return self.runtime.new_job(
                 definition.job, {definition.param: event}, meta=meta,
