@@ -387,6 +387,9 @@ def test_registration_errors_are_clear(sqlite_hooks: Hooks) -> None:
     with pytest.raises(ConfigurationError, match="exactly one parameter, the event"):
         q.webhook("/hooks/two", verify=GitHub("s"))(lambda event, other: None)
     assert "/hooks/two" not in q.runtime.webhooks and "<lambda>" not in q.job_names()
+    with pytest.raises(ConfigurationError, match="under the dashboard's prefix '/admin'"):
+        q.webhook("/admin/hook", verify=GitHub("s"), name="admin_hook")(lambda event: None)
+        q.asgi_app(dashboard={"prefix": "/admin"})
     with pytest.raises(ConfigurationError, match="is where the tick endpoint answers"):
         q.webhook("/custom-tick", verify=GitHub("s"))(lambda event: None)
         q.asgi_app(path="/custom-tick")

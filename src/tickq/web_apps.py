@@ -121,7 +121,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import DashboardAsgi
 
-        return DashboardAsgi(as_dashboard(self._dashboard_host(), dashboard), app)
+        return DashboardAsgi(self._dashboard(as_dashboard, dashboard), app)
 
     def wsgi_app(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
@@ -135,7 +135,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import DashboardWsgi
 
-        return DashboardWsgi(as_dashboard(self._dashboard_host(), dashboard), app)
+        return DashboardWsgi(self._dashboard(as_dashboard, dashboard), app)
 
     def flask_blueprint(
         self,
@@ -153,7 +153,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import add_flask_rules
 
-        return add_flask_rules(bp, as_dashboard(self._dashboard_host(), dashboard))
+        return add_flask_rules(bp, self._dashboard(as_dashboard, dashboard))
 
     def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
         """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
@@ -183,7 +183,15 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import django_urls
 
-        return patterns + django_urls(as_dashboard(self._dashboard_host(), dashboard))
+        return patterns + django_urls(self._dashboard(as_dashboard, dashboard))
+
+    def _dashboard(self, build: Callable[..., Dashboard], option: DashboardOption) -> Dashboard:
+        """The dashboard asked for, once no webhook path is under its prefix."""
+        from .webhooks.definition import check_dashboard_prefix
+
+        dashboard = build(self._dashboard_host(), option)
+        check_dashboard_prefix(dashboard.prefix, self.runtime.webhooks)
+        return dashboard
 
     def _dashboard_host(self) -> DashboardHost:
         return self  # type: ignore[return-value]  # the Queue this mixin is part of

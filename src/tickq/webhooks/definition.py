@@ -7,6 +7,7 @@ from .verifiers import Verifier
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -65,6 +66,16 @@ def check_webhook(path: Any, verify: Any, max_body: Any, taken: dict[str, Any]) 
         )
     if type(max_body) is not int or max_body < 1:
         raise ConfigurationError(f"max_body must be a positive number of bytes, got {max_body!r}")
+
+
+def check_dashboard_prefix(prefix: str, paths: Iterable[str]) -> None:
+    """Raise ``ConfigurationError`` if a webhook path is under the dashboard's ``prefix``."""
+    for path in paths:
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            raise ConfigurationError(
+                f"webhook path {path!r} is under the dashboard's prefix {prefix!r}, which "
+                "would answer it instead; move one of them"
+            )
 
 
 def event_parameter(job: str, accepted: frozenset[str] | None, required: frozenset[str]) -> str:
