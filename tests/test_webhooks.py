@@ -489,3 +489,22 @@ def test_the_wsgi_app_routes_webhooks(sqlite_hooks: Hooks) -> None:
         server.shutdown()
         thread.join(10)
     assert counts(h.q) == {"pending": 1}
+
+
+def test_the_fastapi_router_routes_webhooks_beside_the_apps_own(sqlite_hooks: Hooks) -> None:
+    from fastapi import FastAPI
+
+    h, app = sqlite_hooks, FastAPI()
+
+    @app.get("/hello")
+    def hello() -> dict[str, str]:
+        return {"hello": "world"}
+
+    app.include_router(h.q.fastapi_router(), prefix="/in")
+    body = PROVIDERS["standard"].body("msg_api")
+    with serving(app) as base:
+        headers = standard(body, "msg_api", h.now)
+        assert post(base, "/in/hooks/standard", body, headers).status_code == 200
+        assert post(base, "/in/hooks/standard", body + b" ", headers).status_code == 401
+        assert httpx.get(base + "/hello").json() == {"hello": "world"}
+    assert counts(h.q) == {"pending": 1}
