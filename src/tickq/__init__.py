@@ -5,8 +5,9 @@ in the same transaction as the change that caused them, retried with growing del
 marked failed loudly. See https://pypi.org/project/tickq/ and the README.
 
 The public surface is the names in ``__all__`` below, plus the modules ``tickq.alerts``,
-``tickq.metrics``, ``tickq.testing``, ``tickq.web``, ``tickq.schedulers`` and ``tickq.plan``;
-every other module is internal (its docstring starts with "Internal:") and may change.
+``tickq.metrics``, ``tickq.testing``, ``tickq.web``, ``tickq.webhooks``,
+``tickq.schedulers`` and ``tickq.plan``; every other module is internal (its docstring
+starts with "Internal:") and may change.
 """
 
 from ._version import __version__

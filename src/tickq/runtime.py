@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from .registry import JobDefinition, Registry
     from .schedule import ScheduleDefinition
     from .store import SqlStore
+    from .webhooks.definition import WebhookDefinition
 
     Hook = Callable[[Job], Any]
 
 
 class Runtime:
-    """Store, job registry, schedules, lease settings and owner, and failure/retry hooks."""
+    """Store, job registry, schedules, webhooks, lease settings and owner, failure/retry hooks."""
 
     def __init__(
         self,
@@ -40,6 +41,7 @@ class Runtime:
         self.store, self.registry = store, registry
         self.lease_seconds, self.strict = lease_seconds, strict
         self.schedules: dict[str, ScheduleDefinition] = {}
+        self.webhooks: dict[str, WebhookDefinition] = {}  # by path
         self.failure_hooks: list[Hook] = []
         self.retry_hooks: list[Hook] = []
         self._owner: tuple[int, str] | None = None

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping, Sequence
+    from datetime import timedelta
     from typing import Any, TypeAlias, Unpack
 
     from .dashboard import Dashboard
     from .dashboard.adapters import DashboardAsgi, DashboardWsgi
     from .dashboard.host import Queue as DashboardHost
+    from .registry import JobFunction
+    from .retry import Backoff
+    from .runtime import Runtime
     from .web.asgi import AsgiApp
     from .web.endpoint import Endpoint, TickTarget
     from .web.options import EndpointSettings
     from .web.wsgi import WsgiApp
+    from .webhooks import Verifier
 
     DashboardOption: TypeAlias = bool | Mapping[str, Any] | Dashboard
 
@@ -27,13 +32,68 @@ class WebFactories:
     kind of web app, with the dashboard beside them when asked for."""
 
     __slots__ = ()
+    if TYPE_CHECKING:
+        runtime: Runtime
 
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
-        """The framework-free tick and health endpoints behind every adapter below."""
+        """The framework-free tick and health endpoints (and the webhooks) behind every
+        adapter below."""
         from .web.endpoint import Endpoint
         from .web.options import EndpointOptions
+        from .web.webhook import WebhookRoutes
 
-        return Endpoint(self._tick_target(), EndpointOptions(**options))
+        return Endpoint(self._tick_target(), EndpointOptions(**options),
+                        WebhookRoutes(self.runtime))  # fmt: skip
+
+    def webhook(
+        self,
+        path: str,
+        *,
+        verify: Verifier,
+        max_body: int = 1024 * 1024,
+        name: str | None = None,
+        max_attempts: int = 4,
+        backoff: Sequence[float] | Backoff | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        timeout: float | None = None,
+        max_delay: timedelta | None = None,
+    ) -> Callable[[Callable[..., Any]], JobFunction[Any, Any]]:
+        """Receive a provider's webhooks at ``path`` as jobs of the decorated function.
+
+        >>> @q.webhook("/hooks/github", verify=GitHub(os.environ["GITHUB_WEBHOOK_SECRET"]))
+        ... def github_event(event: dict) -> None: ...
+
+        The endpoint (``POST path`` on ``q.asgi_app()``, ``q.wsgi_app()``,
+        ``q.flask_blueprint()``, ``q.fastapi_router()`` and ``q.django_urls()``) checks the
+        signature over the raw body with ``verify`` (``tickq.webhooks``: StandardWebhooks,
+        Stripe, GitHub, HMAC), stores a job with the parsed event under the provider's event
+        id, and answers 200 before the job runs. A redelivered event gets 200 and is not run
+        again while its job is kept (until pruned). 401: bad or missing signature or a
+        stale timestamp; 413: body over ``max_body`` bytes; 400: not a JSON object; 503
+        with Retry-After: the event could not be stored. The job options are ``@q.job``'s;
+        the function takes one parameter, the event, besides an optional ``JobContext``
+        (whose ``meta["webhook"]`` has the event id and the request's headers).
+        """
+        from .registry import define
+        from .retry import as_backoff
+        from .webhooks.definition import WebhookDefinition, check_webhook, event_parameter
+
+        check_webhook(path, verify, max_body, self.runtime.webhooks)
+        as_backoff(backoff)
+
+        def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
+            job_name = name or fn.__name__
+            probe = define(fn, job_name, 1, as_backoff(backoff), queue, 0, None, None)
+            param = event_parameter(job_name, probe.accepted, probe.required)
+            facade: Any = self  # the Queue this mixin is part of
+            job = facade.job(name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
+                           priority=priority, timeout=timeout, max_delay=max_delay)(fn)  # fmt: skip
+            self.runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
+                                                            max_body)  # fmt: skip
+            return job  # type: ignore[no-any-return]
+
+        return register
 
     def asgi_app(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
@@ -61,7 +121,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import DashboardAsgi
 
-        return DashboardAsgi(as_dashboard(self._dashboard_host(), dashboard), app)
+        return DashboardAsgi(self._dashboard(as_dashboard, dashboard), app)
 
     def wsgi_app(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
@@ -75,7 +135,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import DashboardWsgi
 
-        return DashboardWsgi(as_dashboard(self._dashboard_host(), dashboard), app)
+        return DashboardWsgi(self._dashboard(as_dashboard, dashboard), app)
 
     def flask_blueprint(
         self,
@@ -93,7 +153,7 @@ class WebFactories:
         from .dashboard import as_dashboard
         from .dashboard.adapters import add_flask_rules
 
-        return add_flask_rules(bp, as_dashboard(self._dashboard_host(), dashboard))
+        return add_flask_rules(bp, self._dashboard(as_dashboard, dashboard))
 
     def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
         """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
@@ -104,18 +164,34 @@ class WebFactories:
         return router(self.endpoint(**options))
 
     def django_urls(
-        self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
+        self,
+        *,
+        dashboard: DashboardOption = False,
+        tick: bool = True,
+        **options: Unpack[EndpointSettings],
     ) -> list[Any]:
-        """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``."""
+        """The same endpoints as Django URL patterns: ``urlpatterns += q.django_urls()``.
+
+        ``tick=False`` leaves out the tick and health routes, e.g. for the webhooks alone
+        beside ``include("tickq.contrib.django.urls")``.
+        """
         from .web.django import urls
 
-        patterns = urls(self.endpoint(**options))
+        patterns = urls(self.endpoint(**options), tick=tick)
         if dashboard is False:
             return patterns
         from .dashboard import as_dashboard
         from .dashboard.adapters import django_urls
 
-        return patterns + django_urls(as_dashboard(self._dashboard_host(), dashboard))
+        return patterns + django_urls(self._dashboard(as_dashboard, dashboard))
+
+    def _dashboard(self, build: Callable[..., Dashboard], option: DashboardOption) -> Dashboard:
+        """The dashboard asked for, once no webhook path is under its prefix."""
+        from .webhooks.definition import check_dashboard_prefix
+
+        dashboard = build(self._dashboard_host(), option)
+        check_dashboard_prefix(dashboard.prefix, self.runtime.webhooks)
+        return dashboard
 
     def _dashboard_host(self) -> DashboardHost:
         return self  # type: ignore[return-value]  # the Queue this mixin is part of

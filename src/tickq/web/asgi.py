@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
 from typing import Any
 
+from .body import BodyRefused, declared_length, receive_all
 from .endpoint import Endpoint, Request, Response, error
 
 Scope = MutableMapping[str, Any]
@@ -29,18 +31,25 @@ class AsgiApp:
             await serve_lifespan(receive, send)
         elif scope["type"] == "http":
             request = request_from_scope(scope)
-            response = await self.respond(request)
+            response = await self.respond(request, receive)
             if response.status == 404 and scope.get("app") not in (None, self):
                 response = hiding(request)
             await send_response(send, response)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
-    async def respond(self, request: Request) -> Response:
+    async def respond(self, request: Request, receive: Receive | None = None) -> Response:
         route = self.endpoint.find(request.path)
         refused = self.endpoint.check(route, request)
         if refused is not None or route is None:
             return refused  # type: ignore[return-value]
+        if route.max_body:
+            try:
+                declared_length(request.header("content-length"), route.max_body)
+                body = await receive_all(receive, route.max_body) if receive else b""
+            except BodyRefused as exc:
+                return error(exc.status, exc.message)
+            request = replace(request, body=body)
         return await asyncio.to_thread(route.handler, request)
 
 
@@ -59,13 +68,16 @@ def request_from_scope(scope: Scope) -> Request:
     root = scope.get("root_path") or ""
     if root and path.startswith(root):  # mounted under a prefix (Starlette's Mount)
         path = path[len(root) :] or "/"
-    auth = [value for name, value in scope.get("headers", ()) if name.lower() == b"authorization"]
+    raw = scope.get("headers", ())
+    auth = [value for name, value in raw if name.lower() == b"authorization"]
     return Request(
         method=str(scope.get("method", "GET")).upper(),
         path=path,
         query=bytes(scope.get("query_string", b"")).decode("latin-1"),
         authorization=None if not auth else (auth[0] if len(auth) == 1 else b""),
-    )
+        headers=tuple((bytes(k).decode("latin-1").lower(), bytes(v).decode("latin-1"))
+                      for k, v in raw),
+    )  # fmt: skip
 
 
 async def send_response(send: Send, response: Response) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
@@ -37,7 +37,6 @@ from .options import (
 from .query import QueryError, parse_flag, parse_limit, parse_query
 
 if TYPE_CHECKING:
-    from typing import Protocol
 
     class TickTarget(Protocol):
         """What the endpoints need of a ``Queue``: its tick, health and stats."""
@@ -61,6 +60,14 @@ class Request:
     query: str = ""
     authorization: bytes | None = None
     """The raw ``Authorization`` header; None when absent, b"" when unusable."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Every header as (lower-case name, value decoded as latin-1), in order."""
+    body: bytes = b""
+    """The body, read only for routes that take one (webhooks), within their limit."""
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (lower case), or None."""
+        return next((value for key, value in self.headers if key == name), None)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, Any]) -> Request:
@@ -75,7 +82,19 @@ class Request:
             path=str(environ.get("PATH_INFO", "") or "/"),
             query=str(environ.get("QUERY_STRING", "")),
             authorization=auth,
+            headers=headers_of(environ),
         )
+
+
+def headers_of(environ: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The headers of a WSGI environ (``HTTP_X_HUB_SIGNATURE_256`` -> x-hub-signature-256)."""
+    found = []
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            found.append((key[5:].replace("_", "-").lower(), str(value)))
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            found.append((key.replace("_", "-").lower(), str(value)))
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +127,22 @@ def error(status: int, message: str, headers: Sequence[tuple[str, str]] = ()) ->
 
 @dataclass(frozen=True)
 class Route:
-    """One endpoint: ``protected`` routes need the bearer token."""
+    """One endpoint: ``protected`` routes need the bearer token; ``max_body`` is how many
+    bytes of body the handler reads at most (0: it reads none)."""
 
     name: str
     path: str
     methods: tuple[str, ...]
     handler: Callable[[Request], Response]
     protected: bool = False
+    max_body: int = 0
+
+
+class RouteSource(Protocol):
+    """Routes added after the endpoint was built (webhooks), looked up on each request."""
+
+    def find(self, path: str) -> Route | None: ...
+    def routes(self) -> list[Route]: ...
 
 
 @dataclass
@@ -123,6 +151,7 @@ class Endpoint:
 
     queue: TickTarget
     options: EndpointOptions = field(default_factory=EndpointOptions)
+    webhooks: RouteSource | None = None
     routes: list[Route] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,6 +164,17 @@ class Endpoint:
             self.routes.append(
                 Route("metrics", self.options.metrics_path, ("GET", "HEAD"), self.metrics, True)
             )
+        taken = {route.path: route.name for route in self.routes}
+        for route in self.webhooks.routes() if self.webhooks else ():
+            if route.path in taken:
+                raise ConfigurationError(
+                    f"webhook path {route.path!r} is where the {taken[route.path]} endpoint "
+                    "answers; pick another path for one of them"
+                )
+
+    def all_routes(self) -> list[Route]:
+        """The fixed routes and the webhooks registered so far (for URL tables)."""
+        return self.routes + (self.webhooks.routes() if self.webhooks else [])
 
     def openapi(self, title: str = "tickq endpoints") -> dict[str, Any]:
         """The OpenAPI 3.0 description of these endpoints, as served (paths, methods)."""
@@ -144,7 +184,10 @@ class Endpoint:
 
     # -- dispatch ------------------------------------------------------------------------
     def find(self, path: str) -> Route | None:
-        return next((r for r in self.routes if r.path == path), None)
+        found = next((r for r in self.routes if r.path == path), None)
+        if found is None and self.webhooks is not None:
+            return self.webhooks.find(path)
+        return found
 
     def check(self, route: Route | None, request: Request) -> Response | None:
         """The answer when ``request`` must not reach the handler; cheap, no I/O."""
@@ -164,12 +207,29 @@ class Endpoint:
             self.authorize_metrics(request) if route.name == "metrics" else self.authorize(request)
         )
 
-    def handle(self, request: Request, route: Route | None = None) -> Response:
-        """Check and run ``request`` here (blocking); for WSGI and framework views."""
+    def handle(
+        self,
+        request: Request,
+        route: Route | None = None,
+        read: Callable[[int], bytes] | None = None,
+    ) -> Response:
+        """Check and run ``request`` here (blocking); for WSGI and framework views.
+        ``read(n)`` reads the body, for routes that take one."""
         route = route or self.find(request.path)
         refused = self.check(route, request)
         if refused is not None or route is None:  # check() answers 404 for no route
             return refused or error(404, f"no tickq endpoint at {request.path!r}")
+        if route.max_body:
+            from dataclasses import replace
+
+            from .body import BodyRefused, declared_length, read_all
+
+            try:
+                length = declared_length(request.header("content-length"), route.max_body)
+                body = read_all(read, length, route.max_body) if read is not None else b""
+            except BodyRefused as exc:
+                return error(exc.status, exc.message)
+            request = replace(request, body=body)
         return route.handler(request)
 
     def authorize(self, request: Request) -> Response | None:

@@ -21,7 +21,7 @@ class RouteApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = replace(request_from_scope(scope), path=self.path)
-        await send_response(send, await self.app.respond(request))
+        await send_response(send, await self.app.respond(request, receive))
 
 
 def router(endpoint: Endpoint) -> Any:
@@ -32,7 +32,7 @@ def router(endpoint: Endpoint) -> Any:
 
     api = APIRouter()
     app = AsgiApp(endpoint)
-    for route in endpoint.routes:
+    for route in endpoint.all_routes():
         handler, name = RouteApp(app, route.path), f"tickq_{route.name}"
         api.routes.append(Route(route.path, handler, name=name, include_in_schema=False))
     return api

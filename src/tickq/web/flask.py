@@ -15,7 +15,7 @@ def blueprint(endpoint: Endpoint, name: str = "tickq") -> Any:
     from flask import Blueprint
 
     bp = Blueprint(name, __name__)
-    for route in endpoint.routes:
+    for route in endpoint.all_routes():
         bp.add_url_rule(
             route.path,
             endpoint=route.name,
@@ -31,7 +31,9 @@ def _view(endpoint: Endpoint, route: Route) -> Any:
     from flask import request
 
     def view() -> FlaskResponse:
-        response = endpoint.handle(Request.from_environ(request.environ), route)
+        response = endpoint.handle(
+            Request.from_environ(request.environ), route, request.stream.read
+        )
         return FlaskResponse(response.body, status=response.status, headers=response.all_headers())
 
     view.__name__ = f"tickq_{route.name}"

@@ -17,6 +17,17 @@ class WsgiApp:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        response = self.endpoint.handle(Request.from_environ(environ))
+        response = self.endpoint.handle(Request.from_environ(environ), None, body_reader(environ))
         start_response(f"{response.status} {response.reason}", response.all_headers())
         return [response.body]
+
+
+def body_reader(environ: dict[str, Any]) -> Callable[[int], bytes] | None:
+    """``wsgi.input.read``, when reading it can't block forever: with a ``Content-Length``
+    or a server that marks the input as terminated (chunked bodies); else None."""
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return None
+    if environ.get("CONTENT_LENGTH") or environ.get("wsgi.input_terminated"):
+        return stream.read  # type: ignore[no-any-return]
+    return None

@@ -66,9 +66,10 @@ class TickqBackend(BaseTaskBackend):
         url = database_url(self.database)
         with self._lock:
             if self._queue is None or self._queue.url != url:
-                if self._queue is not None:
-                    self._queue.close()
-                self._queue = self._build(url)
+                previous, self._queue = self._queue, self._build(url)
+                if previous is not None:
+                    previous.close()
+                    _carry_webhooks(previous, self._queue)
             return self._queue
 
     def _build(self, url: str) -> Queue:
@@ -178,6 +179,15 @@ def _check_schedule(
             f"scheduled task {name} is called with no arguments, but its function requires "
             "some; give them defaults"
         ) from None
+
+
+def _carry_webhooks(previous: Queue, q: Queue) -> None:
+    """Webhooks declared with ``@queue().webhook`` stay when the Queue is built again."""
+    for path, webhook in previous.runtime.webhooks.items():
+        definition = previous.definition(webhook.job)
+        if definition is not None and webhook.job not in q.registry:
+            q.registry.add(definition)
+        q.runtime.webhooks[path] = webhook
 
 
 def _job_function(q: Queue, name: str) -> JobFunction[Any, Any]:

@@ -1,0 +1,109 @@
+"""Internal: the webhook endpoints, one per ``@q.webhook``: verify, store, answer.
+
+All of it happens before any work runs: the signature is checked over the raw body, the
+event is stored as a job whose unique key is the provider's event id (kept for as long as
+the job is, so a redelivery finds it and is acknowledged without a second run), and only
+then does the endpoint answer 200. A database that is down answers 503 with
+``Retry-After`` so the provider delivers again; nothing else answers 5xx.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..logger import library_logger
+from ..webhooks.verifiers import WebhookRejected, parse_event
+from .endpoint import Request, Response, Route, error, json_response
+from .options import RETRY_AFTER_SECONDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ..runtime import Runtime
+    from ..webhooks.definition import WebhookDefinition
+
+log = library_logger("tickq")
+HIDDEN_HEADERS = ("authorization", "proxy-authorization", "cookie")
+NOT_STORED = (
+    "the event was not stored (the database is unreachable or refused the write); "
+    "deliver it again later. The app's log (logger 'tickq') has the details"
+)
+
+
+class WebhookRoutes:
+    """The routes of a Queue's webhooks, read from its registry on each request, so a
+    webhook declared after ``q.asgi_app()`` is served too."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._routes: dict[str, tuple[WebhookDefinition, Route]] = {}
+
+    def find(self, path: str) -> Route | None:
+        definition = self.runtime.webhooks.get(path)
+        if definition is None:
+            return None
+        cached = self._routes.get(path)
+        if cached is None or cached[0] is not definition:
+            cached = (definition, self._route(definition))
+            self._routes[path] = cached
+        return cached[1]
+
+    def routes(self) -> list[Route]:
+        return [route for path in self.runtime.webhooks if (route := self.find(path))]
+
+    def _route(self, definition: WebhookDefinition) -> Route:
+        name = "webhook_" + re.sub(r"\W", "_", definition.job)
+        receiver = Receiver(self.runtime, definition)
+        return Route(name, definition.path, ("POST",), receiver, max_body=definition.max_body)
+
+
+class Receiver:
+    """The handler of one webhook route."""
+
+    def __init__(self, runtime: Runtime, definition: WebhookDefinition) -> None:
+        self.runtime, self.definition = runtime, definition
+
+    def __call__(self, request: Request) -> Response:
+        headers = dict(reversed(request.headers))  # the first value of a repeated header wins
+        try:
+            job = self.new_job(headers, request.body)
+        except WebhookRejected as refused:
+            log.warning("tickq webhook %s refused (%s): %s", request.path, refused.status,
+                        refused.message)  # fmt: skip
+            return error(refused.status, refused.message)
+        try:
+            job_id = self.runtime.insert([job])[0]
+        except Exception as exc:
+            log.error("tickq webhook %s: the event was not stored: %s", request.path,
+                      type(exc).__name__, exc_info=exc)  # fmt: skip
+            return error(503, NOT_STORED, [("retry-after", str(RETRY_AFTER_SECONDS))])
+        return json_response(200, {"received": True, "job_id": job_id})
+
+    def new_job(self, headers: dict[str, str], body: bytes) -> Any:
+        """The job to store for this request, or ``WebhookRejected`` (401/400)."""
+        definition, verifier = self.definition, self.definition.verifier
+        verifier.check(headers, body, self.runtime.clock.now().timestamp())
+        event = parse_event(body)
+        event_id = verifier.event_id(headers, event, body)
+        meta = {
+            "webhook": {
+                "path": definition.path,
+                "event_id": event_id,
+                "headers": kept_headers(headers, verifier.signature_headers),
+            }
+        }
+        try:
+            return self.runtime.new_job(
+                definition.job, {definition.param: event}, meta=meta,
+                unique_key=definition.unique_key(event_id), unique_scope="all",
+            )  # fmt: skip
+        except (TypeError, ValueError) as exc:
+            raise WebhookRejected(400, f"the event can't be stored as a job: {exc}") from None
+
+
+def kept_headers(headers: Mapping[str, str], signatures: tuple[str, ...]) -> dict[str, str]:
+    """The headers a job may read: not credentials, cookies or the signatures."""
+    dropped = (*HIDDEN_HEADERS, *signatures)
+    return {name: value for name, value in headers.items() if name not in dropped}
