@@ -93,16 +93,22 @@ def test_the_same_attempt_twice_is_unexplained_even_after_a_kill() -> None:
     assert figures["extra_runs_unexplained"] == 1
 
 
-def refund_trace(*more: Run, **extra: Any) -> Evidence:
-    """Job 0 was claimed ahead by WORKER, which started it and died before recording the
-    start: refunded, attempt 1 ran again on OTHER and is the one counted."""
+REFUNDED = f"Refunded: attempt 1 was claimed by host:{WORKER}:abc123 which stopped renewing"
+
+
+def refund_trace(*more: Run, recorded: bool = True, **extra: Any) -> Evidence:
+    """Job 0 was claimed by WORKER, which started it and died before recording the start:
+    refunded (a ``refunded`` row), attempt 1 ran again on OTHER and is the one counted."""
     runs = [Run(0, 1, 1, WORKER, 10.0, None), *more, Run(0, 1, 1, OTHER, 30.0, 30.1)]
-    return evidence(runs, {0: job(0)}, attempts={1: [attempt(1, "done")]}, **extra)
+    history = [attempt(1, "refunded", REFUNDED)] if recorded else []
+    return evidence(runs, {0: job(0)}, attempts={1: [*history, attempt(1, "done")]}, **extra)
 
 
 def test_a_refunded_rerun_after_a_kill_is_explained_once() -> None:
     assert audit(refund_trace(killed={WORKER: 11.0}))["broken"] == []
     assert audit(refund_trace())["extra_runs_unexplained"] == 1  # no kill: unexplained
+    unrecorded = audit(refund_trace(recorded=False, killed={WORKER: 11.0}))
+    assert any("no refund recorded" in u for u in unrecorded["examples"]["unexplained"])
     twice = audit(refund_trace(Run(0, 1, 1, WORKER, 20.0, None), killed={WORKER: 21.0}))
     assert any("refund happens once" in u for u in twice["examples"]["unexplained"])
 

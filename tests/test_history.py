@@ -80,7 +80,9 @@ def test_lease_expired_and_cancel_outcomes(frozen_queue: Queue, clock: FrozenClo
     q.job(name="crashy", max_attempts=2)(_fails)
     crashed = q.enqueue("crashy", {"n": 2})
     stopped = stop_now.enqueue()
-    q.store.claim("dead-worker", 1, 5)  # takes crashy (the older job), then never returns
+    # Takes crashy (the older job), starts it (recorded), then never returns.
+    started = q.store.claim("dead-worker", 1, 5)
+    q.store.record_and_claim("dead-worker", [], 0, 5, started=started)
     clock.advance(seconds=10)
     q.process_jobs()
 

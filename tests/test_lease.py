@@ -69,3 +69,33 @@ def test_a_job_recorded_while_its_lease_is_renewed_is_not_reported_lost(
     keeper.drop([job])
     keeper.stop()
     q.close()
+
+
+def test_a_renewal_confirms_the_start_of_a_long_job(db_url: str) -> None:
+    """A long job's start is recorded by its lease's renewal when no round trip comes
+    first: once confirmed, a kill counts its attempt (lease_expired) instead of refunding
+    it; a job held but not started (waiting in line) stays refundable."""
+    clock = FrozenClock()
+    q = Queue(db_url, clock=clock, lease_seconds=60)
+    q.migrate()
+    q.job(name="long")(lambda: None)
+    q.enqueue_many([("long", {})] * 3)
+    running, waiting, later = q.store.claim(q.owner, 3, q.lease_seconds)
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper.hold([running, waiting])
+    keeper.hold([later], started=True)  # how process_jobs and ticks hold the job they run
+    keeper.started(running)  # how the worker's pool reports a start
+    keeper.started(waiting._replace(attempts=2))  # not the attempt held: ignored
+    clock.advance(seconds=40)
+    keeper.renew()
+    keeper.stop()  # the process dies
+    clock.advance(seconds=61)
+    moved = q.store.rescue_expired()
+    assert moved.refunded == {waiting.id}
+    assert {j.id: j.attempts for j in moved} == {running.id: 1, waiting.id: 0, later.id: 1}
+    for job, outcome in (
+        (running, "lease_expired"),
+        (waiting, "refunded"),
+        (later, "lease_expired"),
+    ):
+        assert [a.outcome for a in q.attempts(job.id)] == [outcome]

@@ -68,12 +68,16 @@ def test_a_killed_workers_job_is_rescued_after_its_lease(db_url: str, tmp_path: 
         (tmp_path / f"started-{ctx.attempt}").write_text("rescuer")
 
     report = rescuer.process_jobs()
-    assert (report["rescued"], report["succeeded"]) == (1, 1)
+    # Killed before any round trip or lease renewal recorded that the job started: the
+    # attempt is refunded (once), and the history says so.
+    assert (report["refunded"], report["rescued"], report["succeeded"]) == (1, 0, 1)
     job = rescuer.list_jobs()[0]
-    assert (job.status, job.attempts) == ("done", 2)
+    assert (job.status, job.attempts) == ("done", 1)
     lost, won = rescuer.attempts(job.id)
-    assert (lost.attempt, lost.outcome, won.outcome) == (1, "lease_expired", "done")
+    assert (lost.attempt, lost.outcome, won.attempt, won.outcome) == (1, "refunded", 1, "done")
     assert "stopped renewing its lease" in (lost.error or "")
+    assert "not counted" in (lost.error or "")
+    assert (tmp_path / "started-1").read_text() == "rescuer"  # ran again, as attempt 1
 
 
 def test_a_late_finisher_changes_nothing_after_its_job_was_rescued(db_url: str) -> None:
@@ -105,8 +109,11 @@ def test_a_late_finisher_changes_nothing_after_its_job_was_rescued(db_url: str) 
     t.join(30)
     assert reports[0]["stale"] == 1 and reports[0]["succeeded"] == 0
     job = fast.get_job(job_id)
-    assert job is not None and (job.status, job.attempts) == ("done", 2)
-    assert runs == [("slow", 1), ("fast", 2)]
+    # Its start never confirmed (no renewal yet), the slow run was refunded: the fast one
+    # ran under the same attempt number, and the late finish is fenced by the owner.
+    assert job is not None and (job.status, job.attempts) == ("done", 1)
+    assert runs == [("slow", 1), ("fast", 1)]
+    assert [(a.attempt, a.outcome) for a in fast.attempts(job_id)] == [(1, "refunded"), (1, "done")]
 
     # A late failure is fenced just the same.
     assert slow.store.record(slow.owner, [Outcome(job, "failed", "late")]).stale == [job]

@@ -62,7 +62,7 @@ def run_cycle(
     jobs = _claim(runtime, 1, queues, report) if limit else []
     while jobs:
         held = jobs
-        keeper.hold(held)
+        keeper.hold(held, started=True)  # run at once, one after another
         try:
             outcomes = [
                 execute(job, runtime.definition(job.type), runtime.job_names) for job in held

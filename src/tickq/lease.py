@@ -32,7 +32,8 @@ class LeaseKeeper:
 
     A job whose lease could not be renewed (rescued, cancelled, or the database unreachable
     until the lease ran out) is reported by ``lost()`` and to ``on_lost(ids)``: its outcome
-    will not be recorded.
+    will not be recorded. A renewal also confirms the start of the jobs said to have
+    ``started`` since the last one: a long job's attempt then counts if its process dies.
     """
 
     def __init__(
@@ -52,18 +53,30 @@ class LeaseKeeper:
         self._thread: threading.Thread | None = None
         self._stopped = False
         self._finished: set[int] = set()  # outcome known: recorded soon, fenced by the store
+        self._started: set[int] = set()  # started, to confirm with the next renewal
 
-    def hold(self, jobs: Iterable[Job]) -> None:
+    def hold(self, jobs: Iterable[Job], started: bool = False) -> None:
+        """Renew the leases of ``jobs`` until dropped (``started``: they start now)."""
         deadline = monotonic() + self.lease_seconds
         with self._lock:
             for job in jobs:
                 self._held[job.id] = (job.attempts, deadline)
                 self._lost.discard(job.id)
                 self._finished.discard(job.id)
+                if started:
+                    self._started.add(job.id)
+                else:
+                    self._started.discard(job.id)
             self._stopped = False  # a keeper stopped by close() comes back whole
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="tickq-lease", daemon=True)
                 self._thread.start()
+
+    def started(self, job: Job) -> None:
+        """``job`` (held) started: the next renewal records it, unless a round trip does."""
+        with self._lock:
+            if self._held.get(job.id, (None,))[0] == job.attempts:
+                self._started.add(job.id)
 
     def finished(self, jobs: Iterable[Job]) -> None:
         """``jobs`` ran and their outcomes are about to be recorded: keep renewing them until
@@ -81,6 +94,7 @@ class LeaseKeeper:
                     self._held.pop(job.id, None)
                     self._lost.discard(job.id)
                     self._finished.discard(job.id)
+                    self._started.discard(job.id)
 
     def lost(self) -> set[int]:
         with self._lock:
@@ -110,11 +124,12 @@ class LeaseKeeper:
         """One renewal pass (the loop's body; tests call it directly)."""
         with self._lock:
             ids = [i for i in self._held if i not in self._lost]
+            began = [i for i in ids if i in self._started]
         if not ids:
             return
         started = monotonic()
         try:
-            owned = self.store.extend_leases(self.owner, ids, self.lease_seconds)
+            owned = self.store.extend_leases(self.owner, ids, self.lease_seconds, began)
         except TickqError as exc:
             log.warning("tickq could not renew %d job lease(s): %s", len(ids), exc,
                         extra={"event": "lease_renewal_failed"})  # fmt: skip
@@ -122,6 +137,7 @@ class LeaseKeeper:
             return
         lost = set()
         with self._lock:
+            self._started.difference_update(began)
             for job_id in ids:
                 if job_id not in self._held:
                     continue

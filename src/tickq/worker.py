@@ -271,6 +271,7 @@ class Worker:
     def _job_started(self, job: Job) -> None:
         if id(job) in self._ahead:
             self._began.append(job)
+            self.keeper.started(job)  # a lease renewal confirms it if no round trip does
 
     def _unstall(self) -> None:
         """Every slot has been busy for a while: give back jobs waiting in line (other

@@ -144,3 +144,16 @@ def test_a_job_that_finished_unconfirmed_is_unconfirmed_again_on_its_next_claim(
     history = [(a.attempt, a.outcome) for a in store.attempts(job.id)]
     assert history == [(1, "error"), (2, "refunded")]
     assert started(store, [again]) == []  # too late: the refund stands
+
+
+def test_a_lease_renewal_records_the_start_of_the_jobs_it_names(
+    store: SqlStore, clock: FrozenClock
+) -> None:
+    store.insert([new_job(), new_job()])
+    named, other = store.claim(OWNER, 2, LEASE)
+    ids = [named.id, other.id]
+    assert store.extend_leases("worker-b", ids, LEASE, started=ids) == set()  # not theirs
+    assert store.extend_leases(OWNER, ids, LEASE, started=[named.id]) == set(ids)
+    moved, refunded = expire(store, clock)
+    assert refunded == {other.id}
+    assert {j.id: j.attempts for j in moved} == {named.id: 1, other.id: 0}

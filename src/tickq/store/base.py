@@ -199,13 +199,17 @@ class SqlStore(TickQueries, StatsQueries):
         results = self._query_many(statements) if statements else []
         return [rows[0][0] for rows in results if rows]
 
-    def extend_leases(self, owner: str, ids: Sequence[int], lease_seconds: float) -> set[int]:
-        """Push the leases of ``ids`` forward; returns the ids ``owner`` still holds."""
+    def extend_leases(
+        self, owner: str, ids: Sequence[int], lease_seconds: float, started: Sequence[int] = ()
+    ) -> set[int]:
+        """Push the leases of ``ids`` forward, and record that the ``started`` ones (of
+        ``ids``) started; returns the ids ``owner`` still holds."""
         if not ids:
             return set()
         rows = self._query(
             "extend_leases", owner=owner, ids=self._ids_param(ids), now=self._now(),
             lease_seconds=lease_seconds, lease_until=self._in(lease_seconds),
+            started=self._ids_param(started),
         )  # fmt: skip
         return {r[0] for r in rows}
 

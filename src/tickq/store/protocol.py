@@ -55,8 +55,11 @@ class Transitions(Protocol):
     def release(self, owner: str, jobs: Sequence[Job]) -> list[int]:
         """``released``: back to pending, the attempt not counted; returns the ids moved."""
 
-    def extend_leases(self, owner: str, ids: Sequence[int], lease_seconds: float) -> set[int]:
-        """Push leases forward; returns the ids ``owner`` still holds."""
+    def extend_leases(
+        self, owner: str, ids: Sequence[int], lease_seconds: float, started: Sequence[int] = ()
+    ) -> set[int]:
+        """Push leases forward, recording that ``started`` started; returns the ids
+        ``owner`` still holds."""
 
     def rescue_expired(self) -> Rescued:
         """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts);

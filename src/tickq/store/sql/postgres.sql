@@ -151,9 +151,12 @@ WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = 
 RETURNING id
 
 -- name: extend_leases
+-- Also confirms the start of the :started ones (a renewal is the next round trip of a
+-- process running a long job).
 UPDATE tickq_jobs
 SET lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
-                       + make_interval(secs => :lease_seconds)
+                       + make_interval(secs => :lease_seconds),
+    ahead = CASE WHEN ahead = 1 AND id = ANY(CAST(:started AS bigint[])) THEN 0 ELSE ahead END
 WHERE status = 'running' AND lease_owner = :owner AND id = ANY(CAST(:ids AS bigint[]))
 RETURNING id
 

@@ -102,7 +102,11 @@ WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = 
 RETURNING id
 
 -- name: extend_leases
-UPDATE tickq_jobs SET lease_expires_at = :lease_until
+-- Also confirms the start of the :started ones (a renewal is the next round trip of a
+-- process running a long job).
+UPDATE tickq_jobs SET lease_expires_at = :lease_until,
+    ahead = CASE WHEN ahead = 1 AND id IN (SELECT value FROM json_each(:started)) THEN 0
+                 ELSE ahead END
 WHERE status = 'running' AND lease_owner = :owner
   AND id IN (SELECT value FROM json_each(:ids))
 RETURNING id
