@@ -205,8 +205,9 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         "",
         f"jobs lost:                         {figures['jobs_lost']}  (must be 0)",
         f"jobs run twice:                    {figures['jobs_run_twice']}  "
-        f"({figures['extra_runs']} extra runs; {figures['extra_runs_unexplained']} not "
-        f"explained by a lease_expired attempt of a killed process, must be 0; "
+        f"({figures['extra_runs']} extra runs, {figures['refunds_recorded']} of them refunded; "
+        f"{figures['extra_runs_unexplained']} not explained by a recorded lease_expired or "
+        f"refunded attempt of a killed process, must be 0; "
         f"{figures['extra_runs_after_finishing']} had finished before the kill)",
         f"jobs left running past lease:      {figures['left_running_past_lease']}  (must be 0)",
         f"attempts burned, never started:    {figures['attempts_burned_never_started']}  "

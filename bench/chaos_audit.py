@@ -101,6 +101,9 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "jobs_run_twice": sum(1 for runs in by_job.values() if len(runs) > 1),
         "extra_runs": len(extra),
         "extra_runs_unexplained": len(unexplained),
+        "refunds_recorded": sum(
+            1 for history in ev.attempts.values() for a in history if a.outcome == "refunded"
+        ),
         "extra_runs_after_finishing": len(repeated_finished),
         "left_running_past_lease": len(ev.overdue | set(running)),
         "attempts_burned_never_started": len(burned),
@@ -302,7 +305,7 @@ def _broken(figures: dict[str, Any]) -> list[str]:
         broken.append(f"{figures['jobs_lost']} job(s) lost")
     if figures["extra_runs_unexplained"]:
         broken.append(f"{figures['extra_runs_unexplained']} extra run(s) not explained by a "
-                      "lease_expired attempt of a killed process")  # fmt: skip
+                      "recorded lease_expired or refunded attempt of a killed process")  # fmt: skip
     if figures["left_running_past_lease"]:
         broken.append(f"{figures['left_running_past_lease']} job(s) left running past their "
                       "lease")  # fmt: skip
