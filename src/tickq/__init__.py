@@ -21,6 +21,7 @@ from .errors import (
     JobTimeout,
     Retry,
     SchemaMissing,
+    Snooze,
     TickqError,
     UnknownJobType,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "Queue",
     "Retry",
     "SchemaMissing",
+    "Snooze",
     "TickqError",
     "UnknownJobType",
     "__version__",

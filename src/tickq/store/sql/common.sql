@@ -15,13 +15,15 @@ SELECT {job_columns} FROM tickq_jobs WHERE id = :id
 
 -- name: attempts
 -- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
-SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
+-- Snoozed runs are rows too, numbered like the attempt that follows them: they come first.
+SELECT job_id, attempt, started_at, finished_at, outcome, error, duration,
+       CASE WHEN outcome = 'snoozed' THEN snooze ELSE 2147483647 END
 FROM tickq_attempts WHERE job_id = :id
 UNION ALL
 SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status, NULL,
-       CASE WHEN status = 'done' THEN duration END
+       CASE WHEN status = 'done' THEN duration END, 2147483647
 FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0
-ORDER BY 2
+ORDER BY 2, 8
 
 -- name: counts
 SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
