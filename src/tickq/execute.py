@@ -103,7 +103,7 @@ def _snooze_or_fail(
     elapsed = perf_counter() - started
     if max_snooze is None:
         return Outcome(job, "snoozed", None, seconds, elapsed)
-    now = _now(job, elapsed)
+    now = _claimed_at(job)
     since = job.snoozed_since or now
     left = (since + max_snooze - now).total_seconds()
     if left > 0:
@@ -111,13 +111,14 @@ def _snooze_or_fail(
     return Outcome(job, "failed", _snoozed_too_long(job, max_snooze, since), 0.0, elapsed)
 
 
-def _now(job: Job, elapsed: float) -> datetime:
-    """Now on the store's clock (which stamped the claim), without asking it."""
-    from datetime import UTC, datetime, timedelta
-
+def _claimed_at(job: Job) -> datetime:
+    """When this run was claimed, on the store's clock: the wait left is measured from
+    there, so a snooze cut short lands at or past the end, and the run then fails."""
     if job.attempted_at is None:
+        from datetime import UTC, datetime
+
         return datetime.now(UTC)
-    return job.attempted_at + timedelta(seconds=elapsed)
+    return job.attempted_at
 
 
 def _snoozed_too_long(job: Job, max_snooze: timedelta, since: datetime) -> str:
