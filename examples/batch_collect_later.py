@@ -71,8 +71,7 @@ def collect_batch(batch_id: str, ctx: JobContext) -> list[str]:
     """Collect the results once the batch is done; until then, look again later."""
     batch = api("GET", f"/batches/{batch_id}")
     if batch["status"] == "in_progress":
-        print(f"  batch {batch_id} not done yet (look {ctx.snoozes + 1}); snoozing")
-        raise Snooze(POLL_EVERY.total_seconds())
+        raise Snooze(POLL_EVERY)  # look again in ten minutes; ctx.snoozes counts the looks
     if batch["status"] != "completed":
         raise RuntimeError(f"batch {batch_id} ended {batch['status']}")
     results: list[str] = api("GET", f"/batches/{batch_id}/results")["results"]

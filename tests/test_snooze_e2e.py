@@ -1,0 +1,95 @@
+"""Submit now, collect later, end to end: ``examples/batch_collect_later.py`` polls a real
+little HTTP batch API (in a thread of this test) and snoozes until the batch is done. Every
+tick is its own ``tickq tick`` process, as on a host that sleeps between scheduler calls;
+their shared clock is moved on instead of waiting ten minutes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, run_tickq
+from tickq import JobState, Queue
+from tickq.testing import SharedClock
+
+EXAMPLE = ROOT / "examples" / "batch_collect_later.py"
+APP = "examples.batch_collect_later:q"
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("batch_collect_later_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def batch_api() -> Iterator[Any]:
+    """The fake batch API, serving on a real socket: a batch is done after two looks."""
+    api = load_example().FakeBatchAPI(polls=2).start()
+    yield api
+    api.shutdown()
+    api.server_close()
+
+
+def test_a_job_snoozes_until_the_batch_is_done_across_tick_processes(
+    db_url: str, tmp_path: Path, batch_api: Any
+) -> None:
+    clock = SharedClock(tmp_path / "clock")
+    env = {
+        "TICKQ_DATABASE_URL": db_url, "TICKQ_CLOCK_FILE": clock.path,
+        "BATCH_API_URL": batch_api.url,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }  # fmt: skip
+    q = Queue(db_url, clock=clock, strict=False)
+    q.migrate()
+    q.enqueue("submit_batch", {"prompts": ["q3 sales", "q4 sales"]})
+
+    def tick() -> dict[str, Any]:
+        result = run_tickq("tick", APP, timeout=60, **env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+    first = tick()  # submits, then the collector takes its first look and snoozes
+    assert (first["jobs"]["succeeded"], first["jobs"]["snoozed"]) == (1, 1)
+    [collector] = q.list_jobs(type="collect_batch")
+    assert collector.status is JobState.PENDING and collector.attempts == 0
+    assert collector.snoozes == 1 and collector.lease_owner is None
+    assert collector.run_after - clock.now() > timedelta(minutes=9)
+    assert first["next_due_at"] == collector.run_after.isoformat()
+
+    again = tick()  # a new process, before the ten minutes are up: nothing to run
+    assert again["jobs"]["claimed"] == 0
+    assert again["next_due_at"] == collector.run_after.isoformat()
+
+    clock.advance(minutes=10)
+    second = tick()  # still in progress: snoozes again
+    assert (second["jobs"]["snoozed"], second["jobs"]["failed"]) == (1, 0)
+
+    clock.advance(minutes=10)
+    last = tick()  # done: collects the results
+    assert (last["jobs"]["succeeded"], last["jobs"]["snoozed"]) == (1, 0)
+    assert last["next_due_at"] is None
+
+    done = q.get_job(collector.id)
+    assert done is not None and done.status is JobState.DONE
+    assert done.result == ["summary of 'q3 sales'", "summary of 'q4 sales'"]
+    assert (done.attempts, done.snoozes) == (1, 2)
+    assert [a.outcome for a in q.attempts(collector.id)] == ["snoozed", "snoozed", "done"]
+    assert batch_api.calls == [
+        "POST /batches",
+        "GET /batches/batch_1", "GET /batches/batch_1", "GET /batches/batch_1",
+        "GET /batches/batch_1/results",
+    ]  # fmt: skip
+    assert tick()["jobs"]["claimed"] == 0  # collected once, never again
+    q.close()
+
