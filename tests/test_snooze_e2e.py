@@ -92,4 +92,3 @@ def test_a_job_snoozes_until_the_batch_is_done_across_tick_processes(
     ]  # fmt: skip
     assert tick()["jobs"]["claimed"] == 0  # collected once, never again
     q.close()
-

@@ -49,7 +49,7 @@ class Retry(Exception):
         self.delay = float(delay)
 
 
-class Snooze(Exception):  # noqa: N818 (a request, not an error: ``raise Snooze(600)``)
+class Snooze(Exception):
     """Raise inside a job to run it again after ``seconds``, without using up an attempt.
 
     For a job that waits for something outside it (a batch, an export, a payment) rather

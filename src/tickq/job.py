@@ -47,13 +47,13 @@ class JobState(StrEnum):
 
     PENDING = "pending"
     """Waiting for ``run_after``. In: enqueue, ``retried``, ``snoozed``, ``rescued``,
-    ``refunded``, ``released`` (on shutdown), a manual ``retry``. Out: ``claimed``, ``claimed_ahead`` or
-    ``cancel``."""
+    ``refunded``, ``released`` (on shutdown), a manual ``retry``. Out: ``claimed``,
+    ``claimed_ahead`` or ``cancel``."""
 
     RUNNING = "running"
     """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``snoozed``,
-    ``failed``, ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if it was claimed
-    ahead and never ``started``) when the lease expires."""
+    ``failed``, ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if it
+    was claimed ahead and never ``started``) when the lease expires."""
 
     DONE = "done"
     """Finished successfully (``succeeded``). Out: ``pruned`` only."""

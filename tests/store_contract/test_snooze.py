@@ -84,9 +84,7 @@ def test_a_snooze_is_counted_as_processed_but_never_as_a_failure(
     assert after == {"snoozed": 3, "done": 1}  # rolled up into the totals when pruned
 
 
-def test_the_backlog_says_when_a_snoozed_job_comes_due(
-    store: SqlStore, clock: FrozenClock
-) -> None:
+def test_the_backlog_says_when_a_snoozed_job_comes_due(store: SqlStore, clock: FrozenClock) -> None:
     job = job_in(store, JobState.RUNNING)
     snooze(store, job, 900)
     due, earliest, _ = store.tick_backlog()
