@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -17,8 +18,9 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, run_tickq
-from tickq import JobState, Queue
+from tickq import Job, JobState, Queue
 from tickq.testing import SharedClock
+from workerproc import WorkerProcess, eventually, runs
 
 EXAMPLE = ROOT / "examples" / "batch_collect_later.py"
 APP = "examples.batch_collect_later:q"
@@ -91,4 +93,39 @@ def test_a_job_snoozes_until_the_batch_is_done_across_tick_processes(
         "GET /batches/batch_1/results",
     ]  # fmt: skip
     assert tick()["jobs"]["claimed"] == 0  # collected once, never again
+    q.close()
+
+
+@pytest.mark.timeout(90)
+def test_a_worker_runs_a_snoozed_job_again_on_time_and_after_a_kill(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A real worker process that polls only every 600 s runs a snoozed job again when its
+    snooze ends; killed (SIGKILL) while a job snoozes, the next worker runs it."""
+    notes = tmp_path / "runs"
+    notes.mkdir()
+    env = {"TICKQ_DATABASE_URL": db_url, "TICKQ_TEST_RUNS": str(notes)}
+    q = Queue(db_url, strict=False)
+    q.migrate()
+
+    def job(job_id: int) -> Job:
+        found = q.get_job(job_id)
+        assert found is not None
+        return found
+
+    with WorkerProcess("--poll-interval", "600", **env) as first:
+        quick = q.enqueue("doze", {"times": 3, "seconds": 0.2})
+        eventually(lambda: job(quick).status is JobState.DONE, timeout=20, what="quick doze")
+        slow = q.enqueue("doze", {"times": 1, "seconds": 2})
+        eventually(lambda: job(slow).snoozes == 1, timeout=20, what="the first snooze")
+        first.send(signal.SIGKILL)
+        first.wait()
+    assert (job(quick).result, job(quick).attempts, job(quick).snoozes) == (3, 1, 3)
+    assert job(slow).status is JobState.PENDING and job(slow).lease_owner is None
+    with WorkerProcess("--poll-interval", "600", **env):
+        eventually(lambda: job(slow).status is JobState.DONE, timeout=20, what="slow doze")
+    assert (job(slow).result, job(slow).attempts) == (1, 1)
+    events = [(n["id"], n["event"]) for n in runs(notes)]
+    assert events.count((slow, "end")) == 1 and events.count((quick, "end")) == 1
+    assert events.count((quick, "snooze")) == 3 and events.count((slow, "snooze")) == 1
     q.close()
