@@ -116,11 +116,16 @@ def test_a_worker_runs_a_snoozed_job_again_on_time_and_after_a_kill(
     with WorkerProcess("--poll-interval", "600", **env) as first:
         quick = q.enqueue("doze", {"times": 3, "seconds": 0.2})
         eventually(lambda: job(quick).status is JobState.DONE, timeout=20, what="quick doze")
+        # Snooze(0): recorded and claimed again by the same worker in one round trip
+        zero = q.enqueue("doze", {"times": 5, "seconds": 0})
+        eventually(lambda: job(zero).status is JobState.DONE, timeout=20, what="zero doze")
         slow = q.enqueue("doze", {"times": 1, "seconds": 2})
         eventually(lambda: job(slow).snoozes == 1, timeout=20, what="the first snooze")
         first.send(signal.SIGKILL)
         first.wait()
     assert (job(quick).result, job(quick).attempts, job(quick).snoozes) == (3, 1, 3)
+    assert (job(zero).result, job(zero).attempts, job(zero).snoozes) == (5, 1, 5)
+    assert [a.outcome for a in q.attempts(zero)] == ["snoozed"] * 5 + ["done"]
     assert job(slow).status is JobState.PENDING and job(slow).lease_owner is None
     with WorkerProcess("--poll-interval", "600", **env):
         eventually(lambda: job(slow).status is JobState.DONE, timeout=20, what="slow doze")
