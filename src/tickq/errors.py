@@ -40,7 +40,8 @@ class Cancel(Exception):
 
 
 class Retry(Exception):
-    """Raise inside a job to retry it after ``delay`` seconds (counts as an attempt)."""
+    """Raise inside a job to retry it after ``delay`` seconds (counts as an attempt; to
+    wait for something without failing, raise ``Snooze``)."""
 
     def __init__(self, delay: float, reason: str = "") -> None:
         super().__init__(reason or f"retry requested in {delay:g}s")
