@@ -172,8 +172,9 @@ class Job(Frozen):
     _fields = JOB_FIELDS
     _docs = {
         "snoozes": "How many times the job raised ``Snooze`` (none of them is an attempt).",
-        "snoozed_since": "When the job first snoozed since it was enqueued or retried by "
-        "hand: its ``max_snooze`` is measured from there (None: it has not snoozed).",
+        "snoozed_since": "When the run that first snoozed started (since the job was "
+        "enqueued or retried by hand): its ``max_snooze`` is measured from there (None: it "
+        "has not snoozed).",
     }
 
     if TYPE_CHECKING:

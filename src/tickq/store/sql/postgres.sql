@@ -110,14 +110,14 @@ SELECT {job_columns} FROM j
 
 -- name: snoozed
 -- A run that raised Snooze: back to pending with its attempt given back (as release does),
--- the snooze counted; max_snooze runs from the first one. Its history row is numbered by
--- the attempt it gave back and by its snooze.
+-- the snooze counted; max_snooze runs from the start of the first snoozed run. Its history
+-- row is numbered by the attempt it gave back and by its snooze.
 WITH j AS (
     UPDATE tickq_jobs
     SET status = 'pending', attempts = attempts - 1,
         run_after = COALESCE(CAST(:now AS timestamptz), now()) + make_interval(secs => :delay),
         snoozes = snoozes + 1,
-        snoozed_since = COALESCE(snoozed_since, CAST(:now AS timestamptz), now()),
+        snoozed_since = COALESCE(snoozed_since, attempted_at),
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_owner = NULL, lease_expires_at = NULL,
         updated_at = COALESCE(CAST(:now AS timestamptz), now())

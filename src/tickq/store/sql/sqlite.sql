@@ -71,10 +71,10 @@ RETURNING {job_columns}
 
 -- name: snoozed
 -- A run that raised Snooze: back to pending with its attempt given back (as release does),
--- the snooze counted; max_snooze runs from the first one.
+-- the snooze counted; max_snooze runs from the start of the first snoozed run.
 UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, run_after = :run_after,
-    snoozes = snoozes + 1, snoozed_since = COALESCE(snoozed_since, :now),
+    snoozes = snoozes + 1, snoozed_since = COALESCE(snoozed_since, attempted_at),
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
