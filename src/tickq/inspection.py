@@ -34,7 +34,9 @@ class Inspection:
 
         ``outcome`` is ``error``, ``cancelled`` or ``lease_expired`` for attempts that did
         not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
-        ``done`` for the successful one and ``running`` for one in progress.
+        ``done`` for the successful one and ``running`` for one in progress. Runs that
+        raised ``Snooze`` are listed too, as ``snoozed``, before the attempt whose number
+        they share (they are not attempts, and never failures).
         """
         return self.store.attempts(job_id)
 
@@ -106,7 +108,8 @@ class Inspection:
         ``by_status``, ``by_queue`` and ``by_type`` (job counts), ``due`` and
         ``oldest_due_age_seconds``, ``failed_last_hour`` (jobs that reached failed),
         ``failed_attempts_last_hour``, ``processed[queue][type][outcome]`` (every finished
-        attempt, pruned ones included) and ``duration_seconds[queue][type]`` (``count``,
-        ``sum`` and cumulative ``buckets``): the same figures ``tickq.metrics`` exports.
+        attempt, pruned ones included; ``snoozed`` counts runs that raised ``Snooze``) and
+        ``duration_seconds[queue][type]`` (``count``, ``sum`` and cumulative ``buckets``):
+        the same figures ``tickq.metrics`` exports.
         """
         return self.store.stats()
