@@ -12,7 +12,9 @@ Run it: python examples/batch_collect_later.py
 (it starts a fake batch API, then ticks with a clock it moves on ten minutes a time)
 
 As a real app: set TICKQ_DATABASE_URL and BATCH_API_URL, and let your scheduler run
-``tickq tick examples.batch_collect_later:q`` (or call the tick endpoint).
+``tickq tick examples.batch_collect_later:q``, or serve ``examples.batch_collect_later:app``
+with any ASGI server and have it call ``POST /api/cron/tick`` with the bearer token in
+CRON_SECRET.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def _clock() -> SharedClock | None:
 
 
 q = Queue(_database_url(), clock=_clock())
+app = q.asgi_app()  # POST /api/cron/tick (Authorization: Bearer $CRON_SECRET)
 
 
 def api(method: str, path: str, body: Any = None, key: str | None = None) -> Any:

@@ -1,15 +1,20 @@
 """Submit now, collect later, end to end: ``examples/batch_collect_later.py`` polls a real
 little HTTP batch API (in a thread of this test) and snoozes until the batch is done. Every
-tick is its own ``tickq tick`` process, as on a host that sleeps between scheduler calls;
-their shared clock is moved on instead of waiting ten minutes."""
+tick runs in a new process (``tickq tick``, or a restarted server of the tick endpoint), as
+on a host that sleeps between scheduler calls; their shared clock is moved on instead of
+waiting ten minutes. Then a real worker process snoozes, and is killed."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import select
 import signal
-from collections.abc import Iterator
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
@@ -17,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, run_tickq
+from conftest import ROOT, run_tickq, tickq_env
 from tickq import Job, JobState, Queue
 from tickq.testing import SharedClock
 from workerproc import WorkerProcess, eventually, runs
@@ -43,23 +48,86 @@ def batch_api() -> Iterator[Any]:
     api.server_close()
 
 
-def test_a_job_snoozes_until_the_batch_is_done_across_tick_processes(
-    db_url: str, tmp_path: Path, batch_api: Any
-) -> None:
-    clock = SharedClock(tmp_path / "clock")
-    env = {
+TOKEN = "snooze-e2e-token-0123456789abcdef"
+Tick = Callable[[], dict[str, Any]]
+
+
+@pytest.fixture
+def clock(tmp_path: Path) -> SharedClock:
+    """The time of every process of the test, moved on at once."""
+    return SharedClock(tmp_path / "clock")
+
+
+@pytest.fixture
+def app_env(db_url: str, clock: SharedClock, batch_api: Any) -> dict[str, str]:
+    return {
         "TICKQ_DATABASE_URL": db_url, "TICKQ_CLOCK_FILE": clock.path,
-        "BATCH_API_URL": batch_api.url,
+        "BATCH_API_URL": batch_api.url, "CRON_SECRET": TOKEN,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }  # fmt: skip
+
+
+def test_a_job_snoozes_until_the_batch_is_done_across_tick_processes(
+    db_url: str, clock: SharedClock, batch_api: Any, app_env: dict[str, str]
+) -> None:
+    """Each tick is ``tickq tick`` in a new process, as a host's own cron runs it."""
+
+    def tick() -> dict[str, Any]:
+        result = run_tickq("tick", APP, timeout=60, **app_env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+    submit_then_collect(db_url, clock, batch_api, tick)
+
+
+def test_the_tick_endpoint_collects_the_batch_across_killed_servers(
+    db_url: str, clock: SharedClock, batch_api: Any, app_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Each tick is ``POST /api/cron/tick`` over a real socket to a new server process of
+    the example's ASGI app; the server before it is killed with SIGKILL first."""
+    servers: list[subprocess.Popen[str]] = []
+
+    def tick() -> dict[str, Any]:
+        if servers:
+            servers[-1].kill()
+            servers[-1].wait(10)
+        base = start_server(app_env, tmp_path / f"server-{len(servers)}.log", servers)
+        request = urllib.request.Request(f"{base}/api/cron/tick", method="POST")
+        request.add_header("Authorization", f"Bearer {TOKEN}")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+
+    try:
+        submit_then_collect(db_url, clock, batch_api, tick)
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait(10)
+    assert len(servers) == 5
+
+
+def start_server(env: dict[str, str], log: Path, servers: list[subprocess.Popen[str]]) -> str:
+    """Start the example's ASGI app in a new process; its base URL once it listens."""
+    with log.open("w") as errors:
+        server = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "asgi_process.py"), APP.replace(":q", ":app")],
+            stdout=subprocess.PIPE, stderr=errors, text=True, env=tickq_env(**env), cwd=ROOT,
+        )  # fmt: skip
+    servers.append(server)
+    assert server.stdout is not None
+    ready, _, _ = select.select([server.stdout], [], [], 30)
+    line = server.stdout.readline() if ready else ""
+    if not line.startswith("serving on "):
+        pytest.fail(f"the tick server did not start: {line!r}\n{log.read_text()}")
+    return line.removeprefix("serving on ").strip()
+
+
+def submit_then_collect(db_url: str, clock: SharedClock, batch_api: Any, tick: Tick) -> None:
+    """Submit a batch, tick until the collector has its results: it snoozes while the batch
+    is in progress, runs at the first tick after each snooze, and collects once."""
     q = Queue(db_url, clock=clock, strict=False)
     q.migrate()
     q.enqueue("submit_batch", {"prompts": ["q3 sales", "q4 sales"]})
-
-    def tick() -> dict[str, Any]:
-        result = run_tickq("tick", APP, timeout=60, **env)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)  # type: ignore[no-any-return]
 
     first = tick()  # submits, then the collector takes its first look and snoozes
     assert (first["jobs"]["succeeded"], first["jobs"]["snoozed"]) == (1, 1)
@@ -69,7 +137,7 @@ def test_a_job_snoozes_until_the_batch_is_done_across_tick_processes(
     assert collector.run_after - clock.now() > timedelta(minutes=9)
     assert first["next_due_at"] == collector.run_after.isoformat()
 
-    again = tick()  # a new process, before the ten minutes are up: nothing to run
+    again = tick()  # before the ten minutes are up: nothing to run
     assert again["jobs"]["claimed"] == 0
     assert again["next_due_at"] == collector.run_after.isoformat()
 
