@@ -128,11 +128,11 @@ STATE_MACHINE = (
     Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
 )  # fmt: skip
 """Every state change tickq makes. An attempt that raised is ``retried``, or ``failed`` when
-the job is ``out_of_attempts`` (the executor decides); a job that raised ``Snooze`` is
+the job is ``out_of_attempts`` (the executor decides); a run that raised ``Snooze`` is
 ``snoozed``: back to pending with its attempt given back (the run stays in the history,
-counted as ``snoozed``, never as a failure), or ``failed`` once its wait would pass its
-``max_snooze`` (the executor decides); a ``rescued`` job out of attempts
-goes to failed (the store decides, by the same rule). ``retry`` and ``cancel`` are made by
+counted as ``snoozed``, never as a failure), or ``failed`` when the job's ``max_snooze`` is
+up (the executor decides); a ``rescued`` job out of attempts goes to failed (the store
+decides, by the same rule). ``retry`` and ``cancel`` are made by
 a person; ``pruned`` rows are first added to the processed totals.
 
 A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line;
