@@ -311,3 +311,33 @@ def test_a_database_at_schema_8_keeps_its_history_through_migration_11(db_url: s
 def raw_sql(q: Queue, sql: str) -> None:
     """Run SQL on tickq's own (autocommit) connection."""
     q.store._connection().execute(sql)
+
+
+def test_only_a_snooze_past_max_snooze_alerts(
+    db_url: str, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alerts through a real webhook: a job snoozing within its bound alerts nobody, however
+    often; the one that runs out of ``max_snooze`` is alerted, with its error."""
+    from receivers import http_receiver
+    from tickq.alerts import Alerts, Webhook
+
+    for name in ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO", "TICKQ_SMTP_URL"):
+        monkeypatch.delenv(name, raising=False)
+    window = timedelta(minutes=10)
+    with http_receiver() as http:
+        q = Queue(db_url, clock=clock, alerts=Alerts([Webhook(http.url)], window=window))
+        q.migrate()
+        q.job(name="patient", max_snooze=None)(lambda: (_ for _ in ()).throw(Snooze(60)))
+        q.job(name="hasty", max_snooze=timedelta(minutes=2))(
+            lambda: (_ for _ in ()).throw(Snooze(60))
+        )
+        patient, hasty = q.enqueue("patient", {}), q.enqueue("hasty", {})
+        for _ in range(30):  # three alert windows of snoozing, once a minute
+            q.process_jobs()
+            clock.advance(minutes=1)
+        q.close()
+    [alert] = [r.json() for r in http.requests]
+    assert (alert["job_type"], alert["failed_jobs"], alert["job_ids"]) == ("hasty", 1, [hasty])
+    assert alert["last_error"].startswith("SnoozeLimitExceeded: ")
+    job = q.get_job(patient)
+    assert job is not None and job.status is JobState.PENDING and job.snoozes == 30
