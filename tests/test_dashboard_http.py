@@ -449,3 +449,20 @@ def test_recent_alerts_are_on_the_overview_escaped(db_url: str) -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;" in alerts and "to ?.list.append" in alerts
     assert "<img src=x" not in page
     q.close()
+
+
+def test_a_snoozed_job_page_shows_its_snoozes_as_waits(q: Queue, base: str) -> None:
+    from tickq import Snooze
+
+    @q.job(max_attempts=1)
+    def wait_for_export() -> None:
+        raise Snooze(600)
+
+    job_id = wait_for_export.enqueue()
+    q.process_jobs()
+    with httpx.Client() as client:
+        login(client, base)
+        page = client.get(f"{base}/tickq/jobs/{job_id}").text
+    assert '<span class="status status-snoozed">snoozed</span>' in page
+    assert '<li class="tl-pending"><span class="tl-what">attempt 1: snoozed</span>' in page
+    assert "tl-failed" not in page and "error-line" not in page

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tickq import Cancel, FrozenClock, Queue, Retry
+from tickq import Cancel, FrozenClock, Queue, Retry, Snooze
 from tickq.job import TRANSITIONS
 
 
@@ -28,8 +28,13 @@ def cancels() -> None:
     raise Cancel("not needed any more")
 
 
+def snoozes() -> None:
+    raise Snooze(30)
+
+
 BEHAVIOURS: dict[str, Callable[[], None]] = {
     "returns": returns, "raises": raises, "asks_retry": asks_retry, "cancels": cancels,
+    "snoozes": snoozes,
 }  # fmt: skip
 
 # (what the job does, max_attempts) -> the outcome word
@@ -42,6 +47,8 @@ TABLE = [
     ("asks_retry", 1, "failed"),
     ("cancels", 3, "cancelled"),
     ("cancels", 1, "cancelled"),
+    ("snoozes", 3, "snoozed"),
+    ("snoozes", 1, "snoozed"),  # no attempt used: never out of attempts
 ]
 
 
@@ -62,10 +69,11 @@ def test_what_a_job_does_moves_it_as_the_table_says(
     events = [(r.event, r.outcome) for r in caplog.records if hasattr(r, "outcome")]
     assert events == [(word, word)]  # the log says it in the report's word
     assert report["claimed"] == 1 and report[word] == 1
-    assert sum(report[w] for w in ("succeeded", "retried", "failed", "cancelled")) == 1
+    assert sum(report[w] for w in ("succeeded", "retried", "snoozed", "failed", "cancelled")) == 1
     job = q.get_job(job_id)
     transition = TRANSITIONS[word]
-    assert job is not None and job.status is transition.target and job.attempts == 1
+    assert job is not None and job.status is transition.target
+    assert job.attempts == 1 + transition.attempts
     [attempt] = q.attempts(job_id)
     assert attempt.outcome == transition.counted
 

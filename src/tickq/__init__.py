@@ -22,6 +22,7 @@ from .errors import (
     JobTimeout,
     Retry,
     SchemaMissing,
+    Snooze,
     TickqError,
     UnknownJobType,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "Queue",
     "Retry",
     "SchemaMissing",
+    "Snooze",
     "TickqError",
     "UnknownJobType",
     "__version__",

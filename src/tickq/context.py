@@ -21,11 +21,13 @@ class JobContext(Frozen):
 
     __slots__ = ()
     _fields = ("id", "type", "queue", "attempt", "max_attempts", "idempotency_key",
-               "created_at", "payload", "meta")  # fmt: skip
+               "created_at", "payload", "meta", "snoozes")  # fmt: skip
     _docs = {
         "idempotency_key": "Stable across every retry of this job: pass it to an email or "
         "payment API.",
         "meta": "Extra facts set by tickq, e.g. ``slot`` and ``missed`` for scheduled jobs.",
+        "snoozes": "How many times this job has raised ``Snooze`` before this run (snoozes "
+        "are not attempts: ``attempt`` does not grow with them).",
     }
 
     if TYPE_CHECKING:
@@ -38,6 +40,7 @@ class JobContext(Frozen):
         created_at: datetime
         payload: dict[str, Any]
         meta: dict[str, Any]
+        snoozes: int
 
     def __new__(
         cls,
@@ -50,10 +53,11 @@ class JobContext(Frozen):
         created_at: datetime,
         payload: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
+        snoozes: int = 0,
     ) -> JobContext:
         return tuple.__new__(cls, (
             id, type, queue, attempt, max_attempts, idempotency_key, created_at,
-            {} if payload is None else payload, {} if meta is None else meta,
+            {} if payload is None else payload, {} if meta is None else meta, snoozes,
         ))  # fmt: skip
 
     @property
@@ -64,7 +68,7 @@ class JobContext(Frozen):
     def of(cls, job: Job) -> JobContext:
         return cls(
             job.id, job.type, job.queue, job.attempts, job.max_attempts, job.idempotency_key,
-            job.created_at, job.payload, job.meta,
+            job.created_at, job.payload, job.meta, job.snoozes,
         )  # fmt: skip
 
 

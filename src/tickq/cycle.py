@@ -29,8 +29,8 @@ RECORD_RETRIES = (0.2, 0.5, 1.0, 2.0)
 lease lasts (the lease keeper holds the jobs meanwhile): a finished job left ``running``
 would run again once its lease ran out, as if it had crashed."""
 
-REPORT_FIELDS = ("claimed", "succeeded", "retried", "failed", "cancelled", "rescued", "stale",
-                 "released", "refunded")  # fmt: skip
+REPORT_FIELDS = ("claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "rescued",
+                 "stale", "released", "refunded")  # fmt: skip
 
 
 def new_report() -> dict[str, Any]:
@@ -214,7 +214,7 @@ def tally(
 
 def log_outcome(o: Outcome, override: str | None = None) -> None:
     word = override or o.kind
-    level = INFO if word == "succeeded" else WARNING
+    level = INFO if word in QUIET_OUTCOMES else WARNING
     if not log.isEnabledFor(level):
         return
     job, ms = o.job, o.duration * 1000
@@ -231,6 +231,8 @@ def log_outcome(o: Outcome, override: str | None = None) -> None:
     log.handle(record)
 
 
+QUIET_OUTCOMES = ("succeeded", "snoozed")
+"""Outcomes logged at INFO: neither is a failure (a snooze is a job waiting, on purpose)."""
 OUTCOME_MESSAGE = "job %s %s attempt %s/%s %s in %.1fms%s"
 LOG_LINE = log_outcome.__code__.co_firstlineno
 

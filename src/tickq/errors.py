@@ -1,6 +1,10 @@
-"""Exceptions tickq raises, and the two a job may raise to steer its own fate."""
+"""Exceptions tickq raises, and the three a job may raise to steer its own fate."""
 
 from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import timedelta
 
 
 class TickqError(Exception):
@@ -36,13 +40,46 @@ class Cancel(Exception):
 
 
 class Retry(Exception):
-    """Raise inside a job to retry it after ``delay`` seconds (counts as an attempt)."""
+    """Raise inside a job to retry it after ``delay`` seconds (counts as an attempt; to
+    wait for something without failing, raise ``Snooze``)."""
 
     def __init__(self, delay: float, reason: str = "") -> None:
         super().__init__(reason or f"retry requested in {delay:g}s")
         if delay < 0:
             raise ValueError(f"Retry delay must be >= 0 seconds, got {delay}")
         self.delay = float(delay)
+
+
+class Snooze(Exception):
+    """Raise inside a job to run it again after ``seconds``, without using up an attempt.
+
+    For a job that waits for something outside it (a batch, an export, a payment) rather
+    than failing: the job goes back to pending with its attempt given back, and the wait is
+    a row in the database (``run_after``), so it survives restarts and sleeping hosts.
+    ``seconds`` is a number >= 0 or a ``timedelta``. The job's ``max_snooze`` bounds the
+    total wait; ``JobContext.snoozes`` says how many times it has snoozed.
+    """
+
+    def __init__(self, seconds: float | timedelta) -> None:
+        self.seconds = snooze_seconds(seconds)
+        super().__init__(f"snoozed for {self.seconds:g}s")
+
+
+def snooze_seconds(value: object) -> float:
+    """``Snooze``'s ``seconds`` as a float; a clear error for anything else."""
+    from datetime import timedelta
+    from math import isfinite
+
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"Snooze(seconds) takes a number of seconds or a timedelta, got "
+            f"{type(value).__name__}: {value!r}"
+        )
+    if not isfinite(value) or value < 0:
+        raise ValueError(f"Snooze seconds must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 class JobTimeout(TickqError, TimeoutError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from .context import JobContext, _current
-from .errors import Cancel, JobTimeout, Retry
+from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
@@ -14,6 +14,7 @@ from .store import Outcome
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime, timedelta
     from typing import Any
 
     from .registry import JobDefinition
@@ -75,10 +76,12 @@ def dump_result(value: Any) -> str | None:
 
 
 def settle(job: Job, definition: JobDefinition, exc: BaseException, started: float) -> Outcome:
-    """What raising ``exc`` means for the job: cancelled, retried later, or failed."""
+    """What raising ``exc`` means for the job: cancelled, snoozed, retried later, or failed."""
     match exc:
         case Cancel():
             return Outcome(job, "cancelled", format_error(exc), 0.0, perf_counter() - started)
+        case Snooze():
+            return _snooze_or_fail(job, definition.max_snooze, exc.seconds, started)
         case Retry():
             return _retry_or_fail(job, format_error(exc), exc.delay, started)
         case _:
@@ -90,6 +93,41 @@ def _retry_or_fail(job: Job, error: str, delay: float | None, started: float) ->
     if delay is None or out_of_attempts(job.attempts, job.max_attempts):
         return Outcome(job, "failed", error, 0.0, elapsed)
     return Outcome(job, "retried", error, delay, elapsed)
+
+
+def _snooze_or_fail(
+    job: Job, max_snooze: timedelta | None, seconds: float, started: float
+) -> Outcome:
+    """Snoozed for ``seconds`` (its attempt given back), cut short at the end of its
+    ``max_snooze`` so the job gets a last run there; failed once that end has passed."""
+    elapsed = perf_counter() - started
+    if max_snooze is None:
+        return Outcome(job, "snoozed", None, seconds, elapsed)
+    now = _claimed_at(job)
+    since = job.snoozed_since or now
+    left = (since + max_snooze - now).total_seconds()
+    if left > 0:
+        return Outcome(job, "snoozed", None, min(seconds, left), elapsed)
+    return Outcome(job, "failed", _snoozed_too_long(job, max_snooze, since), 0.0, elapsed)
+
+
+def _claimed_at(job: Job) -> datetime:
+    """When this run was claimed, on the store's clock: the wait left is measured from
+    there, so a snooze cut short lands at or past the end, and the run then fails."""
+    if job.attempted_at is None:
+        from datetime import UTC, datetime
+
+        return datetime.now(UTC)
+    return job.attempted_at
+
+
+def _snoozed_too_long(job: Job, max_snooze: timedelta, since: datetime) -> str:
+    return (
+        f"SnoozeLimitExceeded: job {job.id} {job.type} has snoozed {job.snoozes} time(s) "
+        f"since {since.isoformat(timespec='seconds')}, which reaches its max_snooze of "
+        f"{max_snooze}; it fails instead of snoozing again (raise an error or return once "
+        "the wait is hopeless, or give @q.job a longer max_snooze, or None for no bound)"
+    )
 
 
 def _unrunnable(job: Job, reason: str, started: float) -> Outcome:

@@ -53,7 +53,8 @@ def families(stats: dict[str, Any]) -> list[Any]:
     processed = core.CounterMetricFamily(
         "tickq_processed",
         "Finished attempts by queue, type and outcome (done, error, cancelled, "
-        "lease_expired, refunded: not counted), pruned jobs included.",
+        "lease_expired; refunded and snoozed: runs not counted as attempts), pruned jobs "
+        "included.",
         labels=["queue", "type", "outcome"],
     )
     for queue, types in sorted(stats["processed"].items()):

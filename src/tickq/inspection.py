@@ -33,9 +33,11 @@ class Inspection:
         """Every attempt of a job, oldest first: start, end, outcome and error.
 
         ``outcome`` is ``error``, ``cancelled`` or ``lease_expired`` for attempts that did
-        not succeed, ``refunded`` for a run not counted (its worker vanished before
-        confirming the start) (``error_type``, ``error_message`` and ``traceback`` split the error),
-        ``done`` for the successful one and ``running`` for one in progress.
+        not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
+        ``done`` for the successful one and ``running`` for one in progress. Runs not
+        counted as attempts are listed too, before the attempt whose number they share:
+        ``snoozed`` (raised ``Snooze``) and ``refunded`` (its process vanished before
+        confirming the start). Neither is ever a failure.
         """
         return self.store.attempts(job_id)
 
@@ -107,7 +109,8 @@ class Inspection:
         ``by_status``, ``by_queue`` and ``by_type`` (job counts), ``due`` and
         ``oldest_due_age_seconds``, ``failed_last_hour`` (jobs that reached failed),
         ``failed_attempts_last_hour``, ``processed[queue][type][outcome]`` (every finished
-        attempt, pruned ones included) and ``duration_seconds[queue][type]`` (``count``,
-        ``sum`` and cumulative ``buckets``): the same figures ``tickq.metrics`` exports.
+        attempt, pruned ones included; ``snoozed`` counts runs that raised ``Snooze``) and
+        ``duration_seconds[queue][type]`` (``count``, ``sum`` and cumulative ``buckets``):
+        the same figures ``tickq.metrics`` exports.
         """
         return self.store.stats()

@@ -46,14 +46,14 @@ class JobState(StrEnum):
     """The ``status`` column. Each state names who moves a job in and out of it."""
 
     PENDING = "pending"
-    """Waiting for ``run_after``. In: enqueue, ``retried``, ``rescued``, ``refunded``,
-    ``released`` (on shutdown), a manual ``retry``. Out: ``claimed``, ``claimed_ahead`` or
-    ``cancel``."""
+    """Waiting for ``run_after``. In: enqueue, ``retried``, ``snoozed``, ``rescued``,
+    ``refunded``, ``released`` (on shutdown), a manual ``retry``. Out: ``claimed``,
+    ``claimed_ahead`` or ``cancel``."""
 
     RUNNING = "running"
-    """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``failed``,
-    ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if its start was
-    never confirmed) when the lease expires."""
+    """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``snoozed``,
+    ``failed``, ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if its
+    start was never confirmed) when the lease expires."""
 
     DONE = "done"
     """Finished successfully (``succeeded``). Out: ``pruned`` only."""
@@ -117,6 +117,7 @@ STATE_MACHINE = (
     Transition("started",   (_R,),    _R,    None,     0,       None,       "started"),
     Transition("succeeded", (_R,),    _D,    None,     0,       "done",     "succeeded"),
     Transition("retried",   (_R,),    _P,    None,     0,       "error",    "retried"),
+    Transition("snoozed",   (_R,),    _P,    None,     -1,      "snoozed",  "snoozed"),
     Transition("failed",    (_R,),    _F,    None,     0,       "error",    "failed"),
     Transition("cancelled", (_R,),    _C,    None,     0,       "cancelled", "cancelled"),
     Transition("released",  (_R,),    _P,    None,     -1,      None,       "release"),
@@ -127,8 +128,11 @@ STATE_MACHINE = (
     Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
 )  # fmt: skip
 """Every state change tickq makes. An attempt that raised is ``retried``, or ``failed`` when
-the job is ``out_of_attempts`` (the executor decides); a ``rescued`` job out of attempts
-goes to failed (the store decides, by the same rule). ``retry`` and ``cancel`` are made by
+the job is ``out_of_attempts`` (the executor decides); a run that raised ``Snooze`` is
+``snoozed``: back to pending with its attempt given back (the run stays in the history,
+counted as ``snoozed``, never as a failure), or ``failed`` when the job's ``max_snooze`` is
+up (the executor decides); a ``rescued`` job out of attempts goes to failed (the store
+decides, by the same rule). ``retry`` and ``cancel`` are made by
 a person; ``pruned`` rows are first added to the processed totals.
 
 A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line.
@@ -143,7 +147,7 @@ counted, and still runs out of attempts."""
 TRANSITIONS = {t.name: t for t in STATE_MACHINE}
 """The state machine by name."""
 
-OUTCOMES = ("succeeded", "retried", "failed", "cancelled")
+OUTCOMES = ("succeeded", "retried", "snoozed", "failed", "cancelled")
 """What one attempt can come to: the transitions an executor returns and ``record`` applies.
 ``stale`` is the word for a finish that changes nothing (its lease was lost, or the job was
 cancelled or rescued meanwhile)."""
@@ -158,7 +162,8 @@ def out_of_attempts(attempts: int, max_attempts: int) -> bool:
 JOB_FIELDS = (
     "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
     "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",
-    "finished_at", "lease_owner", "lease_expires_at", "meta", "result",
+    "finished_at", "lease_owner", "lease_expires_at", "meta", "result", "snoozes",
+    "snoozed_since",
 )  # fmt: skip
 """The columns of ``tickq_jobs`` a ``Job`` carries, in its order."""
 
@@ -168,6 +173,12 @@ class Job(Frozen):
 
     __slots__ = ()
     _fields = JOB_FIELDS
+    _docs = {
+        "snoozes": "How many times the job raised ``Snooze`` (none of them is an attempt).",
+        "snoozed_since": "When the run that first snoozed started (since the job was "
+        "enqueued or retried by hand): its ``max_snooze`` is measured from there (None: it "
+        "has not snoozed).",
+    }
 
     if TYPE_CHECKING:
         id: int
@@ -189,6 +200,8 @@ class Job(Frozen):
         lease_expires_at: datetime | None
         meta: dict[str, Any]
         result: Any
+        snoozes: int
+        snoozed_since: datetime | None
 
     def __new__(
         cls,
@@ -211,11 +224,14 @@ class Job(Frozen):
         lease_expires_at: datetime | None = None,
         meta: dict[str, Any] | None = None,
         result: Any = None,
+        snoozes: int = 0,
+        snoozed_since: datetime | None = None,
     ) -> Job:
         return tuple.__new__(cls, (
             id, type, queue, payload, status, priority, attempts, max_attempts, run_after,
             last_error, unique_key, created_at, updated_at, attempted_at, finished_at,
-            lease_owner, lease_expires_at, {} if meta is None else meta, result,
+            lease_owner, lease_expires_at, {} if meta is None else meta, result, snoozes,
+            snoozed_since,
         ))  # fmt: skip
 
     @property
@@ -237,9 +253,10 @@ class Attempt(Frozen):
     """One attempt of a job: its start, end, outcome and error.
 
     Failed and interrupted attempts are rows of ``tickq_attempts`` (``outcome`` is
-    ``error``, ``cancelled`` or ``lease_expired``; ``refunded`` for a run whose worker
-    vanished before confirming its start, not counted: the next run has the same
-    ``attempt`` number); the successful final attempt
+    ``error``, ``cancelled`` or ``lease_expired``), and so are runs not counted as
+    attempts, which share the number of the attempt that follows them and never count as
+    failures: ``snoozed`` (raised ``Snooze``) and ``refunded`` (its process vanished before
+    confirming the start); the successful final attempt
     (``done``) and the one in progress (``running``, ``finished_at`` None) are read from
     the job row itself, so success costs no extra write. ``started_at`` is when the
     attempt was claimed; jobs claimed in one batch run one after another.

@@ -14,7 +14,15 @@ from .errors import ConfigurationError
 from .inspection import Inspection
 from .job_options import check_max_attempts, check_priority, check_queue
 from .redact import redact_url
-from .registry import JobDefinition, JobFunction, Registry, check_no_arguments_needed, define
+from .registry import (
+    DEFAULT_MAX_SNOOZE,
+    JobDefinition,
+    JobFunction,
+    Registry,
+    check_max_snooze,
+    check_no_arguments_needed,
+    define,
+)
 from .retry import as_backoff
 from .runtime import Runtime
 from .store import open_store
@@ -161,6 +169,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
             priority: int = 0,
             timeout: float | None = None,
             max_delay: timedelta | None = None,
+            max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
         ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -175,6 +184,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
         priority: int = 0,
         timeout: float | None = None,
         max_delay: timedelta | None = None,
+        max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
     ) -> Any:
         """Register a job function. ``backoff`` is seconds per retry, default (60, 300, 1800).
 
@@ -182,8 +192,14 @@ class Queue(Enqueueing, Inspection, WebFactories):
         the job is ``failed`` and failure hooks (alerts) run. ``timeout`` is in seconds.
         ``max_delay`` is how late an enqueued job may start (default 15 minutes); on a host
         that sleeps, ``tickq plan`` picks the tick interval from it.
+
+        A job that waits for something outside it raises ``Snooze(seconds)`` to run again
+        later without using up an attempt; ``max_snooze`` bounds how long it may keep
+        snoozing, from its first snooze (default 24 hours; None: without bound). Past it the
+        job fails, and failure hooks run.
         """
         max_attempts, priority = check_max_attempts(max_attempts), check_priority(priority)
+        max_snooze = check_max_snooze(max_snooze)
         if timeout is not None and timeout <= 0:
             raise ConfigurationError(f"timeout must be positive seconds, got {timeout}")
         queue = check_queue(queue)
@@ -192,7 +208,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             self.registry.check_new(name or f.__name__)
             definition = define(f, name, max_attempts, policy, queue, priority, timeout,
-                                max_delay)  # fmt: skip
+                                max_delay, max_snooze)  # fmt: skip
             self.registry.add(definition)
             return JobFunction(self, definition)
 
@@ -244,7 +260,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """Claim up to ``limit`` due jobs, run them here, record each outcome.
 
         Returns a JSON-serialisable report: ``claimed``, ``succeeded``, ``retried``,
-        ``failed``, ``cancelled``, ``rescued`` (jobs recovered from dead workers),
+        ``snoozed`` (raised ``Snooze``: pending again, no attempt used), ``failed``,
+        ``cancelled``, ``rescued`` (jobs recovered from dead workers),
         ``stale`` (finished after losing their lease; not recorded), ``released``,
         ``refunded`` (jobs a dead worker had claimed ahead and never started: back to
         pending, the attempt given back) and ``duration_ms``. With ``time_budget``
@@ -377,7 +394,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
 
         Runs at most ``limit`` jobs and starts none after ``time_budget`` seconds. Returns
         a JSON-serialisable summary: ``schedules_enqueued`` ([{name, slot, job_id}]),
-        ``jobs`` (claimed, succeeded, retried, failed, ...), ``remaining_due`` (due jobs
+        ``jobs`` (claimed, succeeded, retried, snoozed, failed, ...), ``remaining_due`` (due jobs
         left for the next call), ``next_due_at`` (ISO-8601 UTC of the next job or slot, or
         None), ``oldest_due_age_seconds``, ``ticked_at`` and ``duration_ms``.
         """

@@ -6,6 +6,8 @@ The facade fills a ``Registry``; the drivers (cycle, pool, worker) only read it.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from .errors import ConfigurationError
 from .job import Frozen
 from .signature import is_async, parameters, payload_names, signature_text
@@ -13,7 +15,6 @@ from .signature import is_async, parameters, payload_names, signature_text
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from datetime import timedelta
     from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
     from .retry import Backoff
@@ -42,6 +43,10 @@ else:
 
 
 RESERVED_PARAMS = ("conn",)
+DEFAULT_MAX_SNOOZE = timedelta(hours=24)
+"""How long a job may keep snoozing when ``@q.job`` doesn't say: long enough for the batch
+APIs that promise results within a day, short enough that a job waiting for something that
+never comes fails loudly (and alerts) the next day instead of polling forever."""
 
 
 class JobDefinition(Frozen):
@@ -49,8 +54,13 @@ class JobDefinition(Frozen):
 
     __slots__ = ()
     _fields = ("name", "fn", "max_attempts", "backoff", "queue", "priority", "timeout",
-               "max_delay", "is_async", "context_param", "accepted", "required")  # fmt: skip
-    _docs = {"accepted": "Keyword names the function takes; None: it takes **kwargs."}
+               "max_delay", "is_async", "context_param", "accepted", "required",
+               "max_snooze")  # fmt: skip
+    _docs = {
+        "accepted": "Keyword names the function takes; None: it takes **kwargs.",
+        "max_snooze": "How long the job may keep snoozing, from its first snooze (None: "
+        "without bound).",
+    }
 
     if TYPE_CHECKING:
         name: str
@@ -65,6 +75,7 @@ class JobDefinition(Frozen):
         context_param: str | None
         accepted: frozenset[str] | None
         required: frozenset[str]
+        max_snooze: timedelta | None
 
     def __new__(
         cls,
@@ -80,10 +91,11 @@ class JobDefinition(Frozen):
         context_param: str | None,
         accepted: frozenset[str] | None = None,
         required: frozenset[str] = frozenset(),
+        max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
     ) -> JobDefinition:
         return tuple.__new__(cls, (
             name, fn, max_attempts, backoff, queue, priority, timeout, max_delay, is_async,
-            context_param, accepted, required,
+            context_param, accepted, required, max_snooze,
         ))  # fmt: skip
 
     @property
@@ -150,7 +162,8 @@ class Registry:
 
 def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: Backoff,
            queue: str, priority: int, timeout: float | None,
-           max_delay: timedelta | None) -> JobDefinition:  # fmt: skip
+           max_delay: timedelta | None,
+           max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE) -> JobDefinition:  # fmt: skip
     """The definition ``@q.job`` registers for ``f`` (options already checked)."""
     from .context import JobContext
 
@@ -170,7 +183,25 @@ def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: 
         name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
         priority=priority, timeout=timeout, max_delay=max_delay, is_async=is_async(f),
         context_param=context_param, accepted=accepted, required=required,
+        max_snooze=max_snooze,
     )  # fmt: skip
+
+
+def check_max_snooze(value: Any) -> timedelta | None:
+    """``max_snooze``: a positive ``timedelta``, or None for no bound."""
+    if value is None:
+        return None
+    if not isinstance(value, timedelta):
+        raise TypeError(
+            f"max_snooze must be a timedelta (or None for no bound), got "
+            f"{type(value).__name__}: {value!r}"
+        )
+    if value <= timedelta(0):
+        raise ConfigurationError(
+            f"max_snooze must be a positive timedelta, got {value!r}; pass None to let the "
+            "job snooze without bound"
+        )
+    return value
 
 
 def check_no_arguments_needed(definition: JobDefinition) -> None:

@@ -56,11 +56,12 @@ def run_tick(
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)
     log.info(
         "tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "
-        "%d failed, %d due left",
+        "%d snoozed, %d failed, %d due left",
         len(enqueued),
         jobs["claimed"],
         jobs["succeeded"],
         jobs["retried"],
+        jobs["snoozed"],
         jobs["failed"],
         summary["remaining_due"],
         extra={"tick": summary},

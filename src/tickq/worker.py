@@ -222,7 +222,7 @@ class Worker:
                 self._due.set()
             raise
         self.keeper.drop(o.job for o in outcomes)
-        self.pacing.retry_soon([o.delay for o in outcomes if o.kind == "retried"])
+        self.pacing.retry_soon([o.delay for o in outcomes if o.kind in ("retried", "snoozed")])
         if any(o.kind == "failed" for o in outcomes):
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
             # be there; no NOTIFY is sent for a job due later.

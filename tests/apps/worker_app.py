@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tickq import JobContext, Queue
+from tickq import JobContext, Queue, Snooze
 
 q = Queue(lease_seconds=float(os.environ.get("TICKQ_TEST_LEASE", "60")))
 
@@ -119,3 +119,14 @@ def die(ctx: JobContext) -> None:
     """kill -9 of the worker running it, every time."""
     note("start", ctx)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@q.job(max_attempts=1)
+def doze(ctx: JobContext, times: int, seconds: float) -> int:
+    """Snoozes ``times`` times for ``seconds``, then returns how often it snoozed."""
+    note("start", ctx)
+    if ctx.snoozes < times:
+        note("snooze", ctx)
+        raise Snooze(seconds)
+    note("end", ctx)
+    return ctx.snoozes

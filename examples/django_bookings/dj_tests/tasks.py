@@ -2,6 +2,9 @@
 
 import asyncio
 import time
+from datetime import timedelta
+
+from tickq import Snooze
 
 try:
     from django.tasks import task
@@ -47,3 +50,13 @@ def returns_a_tuple() -> tuple:
 @task(max_attempts=1, timeout=0.1)
 def too_slow() -> None:
     time.sleep(0.5)
+
+
+@task(max_attempts=1, max_snooze=timedelta(hours=1), takes_context=True)
+def waits_twice(context) -> int:
+    """Snoozes twice (Snooze(0): due again at once), then returns its attempt number."""
+    from tickq import current_job
+
+    if current_job().snoozes < 2:
+        raise Snooze(0)
+    return context.attempt

@@ -184,6 +184,23 @@ def test_bad_tickq_options_raise_invalid_task() -> None:
         TickqTask(func=module_level, max_attempts=0)
 
 
+def test_a_task_that_snoozes_uses_no_attempt() -> None:
+    result = tasks.waits_twice.enqueue()
+    burst()
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert (result.return_value, result.attempts, result.errors) == (1, 1, [])
+    definition = queue().definition(tasks.waits_twice.module_path)
+    assert definition is not None and definition.max_snooze == timedelta(hours=1)
+
+
+def test_a_bad_max_snooze_raises_invalid_task() -> None:
+    from tickq.contrib.django import TickqTask
+
+    with pytest.raises(InvalidTask, match="max_snooze must be a positive timedelta"):
+        TickqTask(func=tasks.returns_a_tuple.func, max_snooze=timedelta(0))
+
+
 def test_a_timeout_fails_the_attempt() -> None:
     result = tasks.too_slow.enqueue()
     burst()

@@ -159,7 +159,8 @@ def _get(q: Queue, job_id: int | None) -> Job:
 def describe(job: Job) -> str:
     fields = [
         ("status", job.status.value), ("queue", f"{job.queue} (priority {job.priority})"),
-        ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("attempts", f"{job.attempts} of {job.max_attempts}"
+         + (f", snoozed {job.snoozes} time(s)" if job.snoozes else "")),
         ("created", f"{when(job.created_at)} UTC"), ("run after", f"{when(job.run_after)} UTC"),
         ("finished", f"{when(job.finished_at)} UTC" if job.finished_at else "-"),
         ("unique key", job.unique_key or "-"),

@@ -160,10 +160,6 @@ def job_detail(q: Queue, job_id: int) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-OUTCOME_KINDS = {"done": "done", "refunded": "pending", "snoozed": "pending"}
-"""How the timeline colours an attempt's outcome; the others are failures."""
-
-
 def timeline(job: Job, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Dated events of a job's life, oldest first."""
     events = [{"at": job.created_at, "what": "enqueued", "kind": "pending"}]
@@ -174,12 +170,17 @@ def timeline(job: Job, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                            "kind": "running"})  # fmt: skip
         if a.finished_at:
             events.append({"at": a.finished_at, "what": f"attempt {a.attempt}: {a.outcome}",
-                           "kind": OUTCOME_KINDS.get(a.outcome, "failed")})  # fmt: skip
-    if job.status == JobState.PENDING and job.attempts:
+                           "kind": EVENT_KINDS.get(a.outcome, "failed")})  # fmt: skip
+    if job.status == JobState.PENDING and (job.attempts or job.snoozes):
         events.append({"at": job.run_after, "what": "next attempt due", "kind": "pending"})
     elif job.status in (JobState.FAILED, JobState.CANCELLED) and job.finished_at:
         events.append({"at": job.finished_at, "what": job.status.value, "kind": "failed"})
     return sorted(events, key=lambda e: e["at"])
+
+
+EVENT_KINDS = {"done": "done", "snoozed": "pending", "refunded": "pending"}
+"""How the timeline marks an attempt's end (any other outcome is a failure); a snooze is a
+wait the job asked for, a refund a run its process never confirmed (not counted)."""
 
 
 def pretty(value: Any) -> str:

@@ -141,28 +141,30 @@ class Plumbing:
         (the job then has an ``Unreadable`` payload saying why)."""
         (id_, type_, queue, payload, status, priority, attempts, max_attempts, run_after,
          last_error, unique_key, created_at, updated_at, attempted_at, finished_at, lease_owner,
-         lease_expires_at, meta, result) = row  # fmt: skip
+         lease_expires_at, meta, result, snoozes, snoozed_since) = row  # fmt: skip
         ts, js = self._lenient_ts, self._lenient_json
         payload, priority, max_attempts = self._vetted(payload, priority, attempts, max_attempts)
         return Job(
             id_, type_, queue, payload, STATES[status], priority, attempts, max_attempts,
             ts(run_after), last_error, unique_key, ts(created_at), ts(updated_at),  # type: ignore[arg-type]
             ts(attempted_at), ts(finished_at), lease_owner, ts(lease_expires_at), js(meta),
-            js(result),
+            js(result), snoozes, ts(snoozed_since),
         )  # fmt: skip
 
     def _claimed_job(self, row: Sequence[Any], owner: str) -> Job:
         """A just-claimed ``Job`` from a row of ``CLAIMED_COLUMNS``; a row that can't be
         decoded or run gets an ``Unreadable`` payload, so it fails alone."""
         (id_, type_, queue, payload, priority, attempts, max_attempts, run_after, last_error,
-         unique_key, created_at, attempted_at, lease_expires_at, meta) = row  # fmt: skip
+         unique_key, created_at, attempted_at, lease_expires_at, meta, snoozes,
+         snoozed_since) = row  # fmt: skip
         ts, js = self._lenient_ts, self._lenient_json
         payload, priority, max_attempts = self._vetted(payload, priority, attempts, max_attempts)
         claimed_at = ts(attempted_at)
         return Job(
             id_, type_, queue, payload, JobState.RUNNING, priority, attempts, max_attempts,
             ts(run_after) or _EPOCH, last_error, unique_key, ts(created_at), claimed_at,  # type: ignore[arg-type]
-            claimed_at, None, owner, ts(lease_expires_at), js(meta),
+            claimed_at, None, owner, ts(lease_expires_at), js(meta), None, snoozes,
+            ts(snoozed_since),
         )  # fmt: skip
 
     def _vetted(

@@ -13,6 +13,7 @@ JOB_COLUMNS = JOB_FIELDS
 CLAIMED_COLUMNS = (
     "id", "type", "queue", "payload", "priority", "attempts", "max_attempts", "run_after",
     "last_error", "unique_key", "created_at", "attempted_at", "lease_expires_at", "meta",
+    "snoozes", "snoozed_since",
 )  # fmt: skip
 """What a claim returns: the rest of a just-claimed job is known (running, leased to the
 claimer, updated when attempted, not finished), so it is not sent back."""

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Literal
 
-    OutcomeKind = Literal["succeeded", "retried", "failed", "cancelled", "stale"]
+    OutcomeKind = Literal["succeeded", "retried", "snoozed", "failed", "cancelled", "stale"]
 
 
 class Outcome(Frozen):
@@ -48,11 +48,13 @@ class Recorded:
     With them, from the same round trip: ``started``, the ids of jobs claimed ahead whose
     start it recorded, and ``ahead``, the ids of the jobs it claimed ahead."""
 
-    __slots__ = ("ahead", "cancelled", "failed", "retried", "stale", "started", "succeeded")
+    __slots__ = ("ahead", "cancelled", "failed", "retried", "snoozed", "stale", "started",
+                 "succeeded")  # fmt: skip
 
     def __init__(self) -> None:
         self.succeeded: list[Job] = []
         self.retried: list[Job] = []
+        self.snoozed: list[Job] = []
         self.failed: list[Job] = []
         self.cancelled: list[Job] = []
         self.stale: list[Job] = []

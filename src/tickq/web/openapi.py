@@ -180,7 +180,7 @@ SCHEMAS: dict[str, Any] = {
                 "properties": {"name": {"type": "string"}, "slot": {"type": "string"},
                                "missed": COUNT, "job_id": {"type": "integer"}}}},
             "jobs": {"type": "object", "required": ["claimed", "succeeded", "retried",
-                                                     "failed"],
+                                                     "snoozed", "failed"],
                      "additionalProperties": COUNT},
             "remaining_due": COUNT,
             "next_due_at": NULLABLE_TIME,

@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import ConfigurationError
 from ...job_options import check_max_attempts
 from ...queue import Queue
-from ...registry import JobFunction
+from ...registry import DEFAULT_MAX_SNOOZE, JobFunction, check_max_snooze
 from ...retry import as_backoff
 from .compat import BaseTaskBackend, InvalidTask, Task, TaskResultDoesNotExist, normalize_json
 from .database import database_url
@@ -21,11 +21,14 @@ from .database import database_url
 class TickqTask(Task):
     """A Django ``Task`` with tickq's options, set as ``@task(...)`` keyword arguments:
     ``max_attempts`` (default 4), ``backoff`` (seconds per retry, default 60, 300, 1800),
-    ``timeout`` (seconds) and, per enqueue, ``.using(unique_key=...)``."""
+    ``timeout`` (seconds), ``max_snooze`` (how long the task may keep raising
+    ``tickq.Snooze``, default 24 hours; None: no bound) and, per enqueue,
+    ``.using(unique_key=...)``."""
 
     max_attempts: int | None = None
     backoff: Sequence[float] | None = None
     timeout: float | None = None
+    max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE
     unique_key: str | None = None
 
     def using(self, *, unique_key: str | None = None, **changes: Any) -> TickqTask:
@@ -84,7 +87,8 @@ class TickqBackend(BaseTaskBackend):
         from .run import runner
 
         q.job(name=task.module_path, max_attempts=task.max_attempts or 4,
-              backoff=task.backoff, timeout=task.timeout)(runner(self, task))  # fmt: skip
+              backoff=task.backoff, timeout=task.timeout,
+              max_snooze=task.max_snooze)(runner(self, task))  # fmt: skip
 
     def add_schedule(self, task: TickqTask, args: tuple[Any, ...], options: dict[str, Any]) -> None:
         self._schedules.append((task.module_path, args, options))
@@ -157,6 +161,7 @@ def _check_options(task: TickqTask) -> None:
     as_backoff(task.backoff)
     if task.timeout is not None and not task.timeout > 0:
         raise ConfigurationError(f"timeout must be positive seconds, got {task.timeout}")
+    check_max_snooze(task.max_snooze)
 
 
 def _check_schedule(

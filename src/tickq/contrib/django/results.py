@@ -21,7 +21,8 @@ STATUS = {
     JobState.CANCELLED: TaskResultStatus.FAILED,  # Django has no "cancelled"
 }
 UNRECORDED_WORKER = "unrecorded"
-"""tickq keeps no worker per finished attempt; ``worker_ids`` has one entry per attempt."""
+"""tickq keeps no worker per finished attempt; ``worker_ids`` has one entry per attempt
+(snoozed runs are not attempts, so Django's ``attempts`` agrees with tickq's)."""
 
 
 def enqueued(backend: TickqBackend, task: TickqTask, job_id: int, payload: dict[str, Any]) -> Any:
@@ -46,7 +47,7 @@ def result_of(backend: TickqBackend, job: Job, attempts: list[Attempt]) -> Any:
         finished_at=job.finished_at, last_attempted_at=job.attempted_at,
         args=payload.get("args") or [], kwargs=payload.get("kwargs") or {},
         backend=backend.alias, errors=[task_error(a) for a in attempts if a.error],
-        worker_ids=[_worker(job, a) for a in attempts],
+        worker_ids=[_worker(job, a) for a in attempts if a.outcome != "snoozed"],
     )  # fmt: skip
     object.__setattr__(result, "_return_value", job.result)
     return result

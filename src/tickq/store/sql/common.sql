@@ -15,15 +15,18 @@ SELECT {job_columns} FROM tickq_jobs WHERE id = :id
 
 -- name: attempts
 -- Failed and interrupted attempts are rows; the successful (or running) one is the job row.
--- A refund (attempt -N) comes before the run that used number N again.
+-- Snoozed and refunded runs are rows too, numbered like the attempt that follows them (a
+-- refund is stored as -N): they come first, in the order they were claimed.
 SELECT job_id, abs(attempt), started_at, finished_at, outcome, error, duration FROM (
-    SELECT job_id, attempt, started_at, finished_at, outcome, error, duration
+    SELECT job_id, attempt, started_at, finished_at, outcome, error, duration,
+           CASE WHEN outcome = 'snoozed' THEN snooze WHEN attempt < 0 THEN 2147483646
+                ELSE 2147483647 END AS k
     FROM tickq_attempts WHERE job_id = :id
     UNION ALL
     SELECT id, attempts, attempted_at, CASE WHEN status = 'done' THEN finished_at END, status,
-           NULL, CASE WHEN status = 'done' THEN duration END
+           NULL, CASE WHEN status = 'done' THEN duration END, 2147483647
     FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0) AS h
-ORDER BY abs(attempt), attempt
+ORDER BY abs(attempt), started_at, k
 
 -- name: counts
 SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type

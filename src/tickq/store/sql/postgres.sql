@@ -110,6 +110,28 @@ a AS (
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
+-- name: snoozed
+-- A run that raised Snooze: back to pending with its attempt given back (as release does),
+-- the snooze counted; max_snooze runs from the start of the first snoozed run. Its history
+-- row is numbered by the attempt it gave back and by its snooze.
+WITH j AS (
+    UPDATE tickq_jobs
+    SET status = 'pending', attempts = attempts - 1,
+        run_after = COALESCE(CAST(:now AS timestamptz), now()) + make_interval(secs => :delay),
+        snoozes = snoozes + 1,
+        snoozed_since = COALESCE(snoozed_since, attempted_at),
+        ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+        lease_owner = NULL, lease_expires_at = NULL,
+        updated_at = COALESCE(CAST(:now AS timestamptz), now())
+    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+    RETURNING *),
+a AS (
+    INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
+                                error, duration)
+    SELECT id, :attempt, snoozes, attempted_at, updated_at, :outcome, :error, :duration FROM j
+    ON CONFLICT DO NOTHING)
+SELECT {job_columns} FROM j
+
 -- name: failed
 WITH j AS (
     UPDATE tickq_jobs
@@ -223,10 +245,11 @@ WHERE (CAST(:status AS text) IS NULL OR status = :status)
 ORDER BY id DESC LIMIT :limit
 
 -- name: retry
+-- A retry by hand gives the job one more attempt and a new max_snooze.
 UPDATE tickq_jobs
 SET status = 'pending', run_after = COALESCE(CAST(:now AS timestamptz), now()),
     finished_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-    max_attempts = GREATEST(max_attempts, attempts + 1)
+    max_attempts = GREATEST(max_attempts, attempts + 1), snoozed_since = NULL
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
@@ -341,7 +364,7 @@ WITH batch AS (
 UPDATE tickq_jobs t
 SET status = 'pending', run_after = COALESCE(CAST(:now AS timestamptz), now()),
     finished_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-    max_attempts = GREATEST(t.max_attempts, t.attempts + 1)
+    max_attempts = GREATEST(t.max_attempts, t.attempts + 1), snoozed_since = NULL
 FROM batch WHERE t.id = batch.id AND t.status = 'failed'
 RETURNING t.id
 

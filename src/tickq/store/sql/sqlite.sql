@@ -71,6 +71,17 @@ SET status = 'pending', run_after = :run_after, last_error = :error,
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
+-- name: snoozed
+-- A run that raised Snooze: back to pending with its attempt given back (as release does),
+-- the snooze counted; max_snooze runs from the start of the first snoozed run.
+UPDATE tickq_jobs
+SET status = 'pending', attempts = attempts - 1, run_after = :run_after,
+    snoozes = snoozes + 1, snoozed_since = COALESCE(snoozed_since, attempted_at),
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+RETURNING {job_columns}
+
 -- name: failed
 UPDATE tickq_jobs
 SET status = 'failed', last_error = :error, finished_at = :now, updated_at = :now,
@@ -86,10 +97,13 @@ WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = 
 RETURNING {job_columns}
 
 -- name: add_attempt
--- Runs just before retried / failed / cancelled, in the same transaction and
--- under the same guard, so an attempt is recorded exactly when its outcome is.
-INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error, duration)
-SELECT id, attempts, attempted_at, :now, :outcome, :error, :duration FROM tickq_jobs
+-- Runs just before retried / snoozed / failed / cancelled, in the same transaction and
+-- under the same guard, so an attempt is recorded exactly when its outcome is. A snoozed
+-- run is numbered by its snooze too (its attempt number is given back).
+INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
+                            duration)
+SELECT id, attempts, CASE WHEN :outcome = 'snoozed' THEN snoozes + 1 ELSE 0 END,
+       attempted_at, :now, :outcome, :error, :duration FROM tickq_jobs
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 ON CONFLICT DO NOTHING
 
@@ -162,9 +176,10 @@ WHERE (:status IS NULL OR status = :status)
 ORDER BY id DESC LIMIT :limit
 
 -- name: retry
+-- A retry by hand gives the job one more attempt and a new max_snooze.
 UPDATE tickq_jobs
 SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
-    max_attempts = MAX(max_attempts, attempts + 1)
+    max_attempts = MAX(max_attempts, attempts + 1), snoozed_since = NULL
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
@@ -292,7 +307,7 @@ SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND (:type IS NULL OR ty
 -- holds is skipped, and of several failed jobs sharing a key only the newest is retried.
 UPDATE tickq_jobs
 SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
-    max_attempts = MAX(max_attempts, attempts + 1)
+    max_attempts = MAX(max_attempts, attempts + 1), snoozed_since = NULL
 WHERE id IN (
     SELECT f.id FROM tickq_jobs f
     WHERE f.status = 'failed' AND (:type IS NULL OR f.type = :type)
