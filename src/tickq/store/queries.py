@@ -29,11 +29,13 @@ CANCEL_REQUESTED = "cancel_requested_at IS NOT NULL"
 """A running job asked to stop (``q.cancel``): it ends cancelled, never retried."""
 
 REQUESTED_ERROR = (
-    "(CASE WHEN cancel_requested_at IS NULL THEN CAST(:error AS text) "
+    "(CASE WHEN cancel_requested_at IS NULL OR :outcome = 'cancelled' "
+    "THEN CAST(:error AS text) "
     "ELSE 'Cancel: cancel requested while attempt ' || attempts || ' was running; it then "
     "stopped with ' || COALESCE(CAST(:error AS text), 'no error') END)"
 )
-"""The error of an attempt that raised: as raised, or (asked to stop) saying so first."""
+"""The error of an attempt that raised: as raised, or (asked to stop, and the worker had not
+heard yet) saying so first."""
 
 EXPIRED_ERROR = (
     "(CASE WHEN cancel_requested_at IS NULL THEN 'LeaseExpired: attempt ' || attempts || "
