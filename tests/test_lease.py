@@ -40,7 +40,8 @@ def test_a_job_taken_over_is_reported_lost(db_url: str) -> None:
     (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
     keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
     keeper.hold([job])
-    q.cancel(job.id)
+    clock.advance(seconds=61)
+    assert [j.id for j in q.store.rescue_expired()] == [job.id]  # as if we had stalled
     keeper.renew()
     assert keeper.lost() == {job.id}
     keeper.drop([job])
