@@ -115,8 +115,9 @@ def test_the_table_is_well_formed() -> None:
     for t in STATE_MACHINE:
         # ``started`` only clears the claimed-ahead mark of a running job, and
         # ``cancel_requested`` only marks a running job asked to stop.
-        assert t.sources and (t.target not in t.sources or t.name in ("started",
-                                                                       "cancel_requested"))
+        assert t.sources and (
+            t.target not in t.sources or t.name in ("started", "cancel_requested")
+        )
         assert t.exhausted is None or t.exhausted is not t.target
     every_state_is_reached = {t.target for t in STATE_MACHINE} | {JobState.PENDING}
     assert every_state_is_reached >= set(JobState)
