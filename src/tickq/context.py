@@ -134,7 +134,8 @@ def stoppable(job: Job) -> Iterator[None]:
     try:
         yield
     finally:
-        _tasks.pop(key, None)
+        if _tasks.get(key, (loop, None))[1] is task:  # not a newer run's (same attempt)
+            del _tasks[key]
 
 
 def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
