@@ -84,6 +84,27 @@ def test_a_worker_stops_a_running_job_on_request(
     assert not noted(tmp_path, "end", job_id)
 
 
+@pytest.mark.parametrize("job_type", ["patient", "awork"])
+def test_a_listening_worker_hears_a_cancel_at_once(
+    q: Queue, env: dict[str, str], tmp_path: Path, backend: str, job_type: str
+) -> None:
+    # Postgres: the cancel's NOTIFY; SQLite: the worker's watch on the database file.
+    job_id = q.enqueue(job_type, {"seconds": 60})
+    with WorkerProcess(**env) as w:
+        eventually(lambda: noted(tmp_path, "start", job_id), what="the job to start")
+        w.wait_for_line("listening for enqueues")
+        time.sleep(1.5)  # held past its first look: only the wake-up is quicker than 1 s
+        asked = time.monotonic()
+        q.cancel(job_id)
+        eventually(lambda: ended(q, job_id), timeout=10, what="the job to end")
+        latency = time.monotonic() - asked
+        w.send(signal.SIGTERM)
+        assert w.wait() == 0, w.output
+    print(f"{backend} {job_type} woken: cancelled {latency:.3f}s after q.cancel")
+    assert latency < 0.6, f"the cancel took {latency:.2f}s: the wake-up went unheard"
+    assert q.attempts(job_id)[0].outcome == "cancelled"
+
+
 def test_a_job_whose_worker_was_killed_ends_cancelled_not_retried(
     q: Queue, env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 CANCEL_CHECK = 1.0
 """Seconds between looks for cancel requests on jobs held that long (a read; a renewal,
 every ``lease_seconds / 3``, reports them too): how soon a running job hears ``q.cancel``."""
+LOOK_GAP = 0.1
+"""Seconds at least between looks prompted by ``look_soon`` (a hint that anything changed)."""
 
 
 def leave_signals_to_main_thread() -> None:
@@ -56,6 +58,8 @@ class LeaseKeeper:
         self._since: dict[int, float] = {}  # job id -> when it was first held
         self._asked: set[int] = set()  # job ids told to stop
         self._renew_at = 0.0
+        self._look_all = False  # look_now() was called: look at every held job at once
+        self._looked = 0.0  # when look_soon() last prompted a look
         self._lost: set[int] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -123,17 +127,32 @@ class LeaseKeeper:
         leases still held keep being renewed (a ``close()`` from another thread mid-job)."""
         self._wake.set()
 
+    def look_now(self) -> None:
+        """A job may have been asked to stop (Postgres NOTIFY): look at every held job now."""
+        self._look_all = True
+        self._wake.set()
+
+    def look_soon(self) -> None:
+        """Something changed in the database (SQLite's file watch): look at every held
+        job, unless a look was prompted less than ``LOOK_GAP`` ago."""
+        now = monotonic()
+        if now - self._looked >= LOOK_GAP and self._held:
+            self._looked = now
+            self.look_now()
+
     def tend(self) -> None:
         """The loop's body: renew the leases when due, else look for cancel requests."""
         if monotonic() >= self._renew_at - 0.01:
             self.renew()
         else:
-            self.check_cancels()
+            everything, self._look_all = self._look_all, False
+            self.check_cancels(everything)
 
-    def check_cancels(self) -> None:
+    def check_cancels(self, everything: bool = False) -> None:
         """Look for cancel requests on the jobs held for ``CANCEL_CHECK`` seconds or more
-        (a short job never costs a look) and tell them to stop."""
-        settled = monotonic() - CANCEL_CHECK
+        (a short job never costs a look; ``everything``: on every held job) and tell them
+        to stop."""
+        settled = float("inf") if everything else monotonic() - CANCEL_CHECK
         with self._lock:
             ids = [i for i, t in self._since.items()
                    if t <= settled and i not in self._lost and i not in self._asked]  # fmt: skip

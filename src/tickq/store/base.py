@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .records import Outcome
 
 CHUNK = 1000
+CANCEL_NOTE = ""
+"""What ``listen`` hears (as a queue name: no queue has an empty one) when a running job
+was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
 class SqlStore(TickQueries, StatsQueries):

@@ -235,16 +235,23 @@ RETURNING {job_columns}
 
 -- name: cancel
 -- A pending job is cancelled at once; a running one is asked to stop (its worker sees
--- cancel_requested_at and ends it cancelled). Asking again changes nothing.
-UPDATE tickq_jobs
-SET status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
-    finished_at = CASE WHEN status = 'pending'
-                       THEN COALESCE(CAST(:now AS timestamptz), now()) ELSE finished_at END,
-    cancel_requested_at = CASE WHEN status = 'running'
-        THEN COALESCE(cancel_requested_at, CAST(:now AS timestamptz), now()) END,
-    updated_at = COALESCE(CAST(:now AS timestamptz), now())
-WHERE id = :id AND status IN ('pending', 'running')
-RETURNING {job_columns}
+-- cancel_requested_at and ends it cancelled). Asking again changes nothing. A request
+-- also notifies the listening workers at commit with an empty payload (no queue has an
+-- empty name): the one holding the job looks at once instead of within a second.
+WITH j AS (
+    UPDATE tickq_jobs
+    SET status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+        finished_at = CASE WHEN status = 'pending'
+                           THEN COALESCE(CAST(:now AS timestamptz), now()) ELSE finished_at END,
+        cancel_requested_at = CASE WHEN status = 'running'
+            THEN COALESCE(cancel_requested_at, CAST(:now AS timestamptz), now()) END,
+        updated_at = COALESCE(CAST(:now AS timestamptz), now())
+    WHERE id = :id AND status IN ('pending', 'running')
+    RETURNING *)
+SELECT {job_columns_j} FROM j, LATERAL (
+    SELECT CASE WHEN j.status = 'running'
+                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), '')
+           END) AS wake
 
 -- name: retire_doomed
 -- Not a query: the tail of a statement whose CTE "doomed" picks finished jobs to delete
