@@ -140,6 +140,8 @@ def test_cancel(q: Queue, db_url: str) -> None:
     code, out, _ = tickq("cancel", str(running), "--url", db_url, "--json")  # asking again
     asked = job.to_dict()["cancel_requested_at"]
     assert code == 0 and json.loads(out)["cancel_requested_at"] == asked
+    code, out, _ = tickq("show", str(running), "--url", db_url)
+    assert code == 0 and "\n  status     running\n" in out and "\n  cancel     requested " in out
 
 
 def test_prune_deletes_only_old_finished_jobs(db_url: str) -> None:

@@ -166,6 +166,8 @@ def describe(job: Job) -> str:
         ("lease", f"{job.lease_owner} until {when(job.lease_expires_at)} UTC"
          if job.lease_owner else "-"),
     ]  # fmt: skip
+    if job.cancel_requested_at:
+        fields.append(("cancel", f"requested {when(job.cancel_requested_at)} UTC"))
     lines = [f"job {job.id}  {job.type}"]
     lines += [f"  {name:<11}{value}" for name, value in fields]
     payload = json.dumps(job.payload, indent=2, sort_keys=True).replace("\n", "\n    ")
