@@ -132,9 +132,16 @@ def test_cancel(q: Queue, db_url: str) -> None:
     running = q.enqueue("welcome", {"user_id": 5})
     q.store.claim("worker-7", 1, 60)
     code, out, _ = tickq("cancel", str(running), "--url", db_url)
-    assert out == (f"job {running} (welcome) cancelled while attempt 1 was running; "
-                   "its result will be ignored\n")  # fmt: skip
-    assert q.attempts(running)[0].outcome == "cancelled"
+    assert out == (f"job {running} (welcome) is running attempt 1 on worker-7: asked it to "
+                   "stop; it ends cancelled once its worker hears (within about a second)"
+                   "\n")  # fmt: skip
+    job = q.get_job(running)
+    assert job is not None and job.status == "running" and job.cancel_requested_at is not None
+    code, out, _ = tickq("cancel", str(running), "--url", db_url, "--json")  # asking again
+    asked = job.to_dict()["cancel_requested_at"]
+    assert code == 0 and json.loads(out)["cancel_requested_at"] == asked
+    code, out, _ = tickq("show", str(running), "--url", db_url)
+    assert code == 0 and "\n  status     running\n" in out and "\n  cancel     requested " in out
 
 
 def test_prune_deletes_only_old_finished_jobs(db_url: str) -> None:

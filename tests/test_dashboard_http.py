@@ -154,6 +154,21 @@ def test_actions_with_csrf_retry_cancel_delete(q: Queue, base: str) -> None:
         assert client.get(f"{base}/tickq/jobs/{job_id}").status_code == 404
 
 
+def test_cancel_of_a_running_job_asks_it_to_stop(q: Queue, base: str) -> None:
+    job_id = q.enqueue("send_email", {"to": "x"})
+    q.store.claim("worker-9", 1, 60)
+    with httpx.Client() as client:
+        login(client, base)
+        token = csrf(client.get(f"{base}/tickq/jobs/{job_id}").text)
+        asked = client.post(f"{base}/tickq/jobs/{job_id}/cancel", data={"csrf_token": token},
+                            follow_redirects=True)  # fmt: skip
+    assert asked.status_code == 200 and "Asked the running job to stop" in asked.text
+    assert "Cancel requested" in asked.text
+    assert f"/jobs/{job_id}/cancel" not in asked.text  # asked once: no button to ask again
+    job = q.get_job(job_id)
+    assert job is not None and job.status == "running" and job.cancel_requested_at is not None
+
+
 def test_bulk_retry_of_failed_jobs_by_type(q: Queue, base: str) -> None:
     q.enqueue_many([("charge", {"customer": f"c{i}"}) for i in range(3)])
     q.enqueue("send_email", {"to": "x"})

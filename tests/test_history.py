@@ -52,7 +52,7 @@ def test_every_attempt_has_start_end_outcome_and_error(
     assert third.to_dict()["outcome"] == "done"
 
 
-def test_running_and_hand_cancelled_attempts_are_kept(
+def test_running_and_cancelled_on_request_attempts_are_kept(
     frozen_queue: Queue, clock: FrozenClock
 ) -> None:
     q = frozen_queue
@@ -63,10 +63,12 @@ def test_running_and_hand_cancelled_attempts_are_kept(
     assert (running.outcome, running.finished_at, running.duration) == ("running", None, None)
 
     clock.advance(seconds=3)
-    assert q.cancel(job_id).status == JobState.CANCELLED
+    assert q.cancel(job_id).status == JobState.RUNNING  # asked to stop; worker-a never hears
+    clock.advance(seconds=60)  # worker-a is gone: its lease runs out
+    assert q.process_jobs()["cancelled"] == 1
     [cancelled] = q.attempts(job_id)
     assert (cancelled.outcome, cancelled.error_type) == ("cancelled", "Cancel")
-    assert cancelled.duration == 3  # nothing measured it: from start to end
+    assert cancelled.duration == 63  # nothing measured it: from start to end
     assert "while attempt 1 was running on worker-a" in (cancelled.error_message or "")
 
 

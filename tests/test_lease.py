@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tickq import FrozenClock, Queue
+from tickq import FrozenClock, JobContext, Queue
 from tickq.lease import LeaseKeeper
 from tickq.store import Outcome
 
@@ -40,7 +40,8 @@ def test_a_job_taken_over_is_reported_lost(db_url: str) -> None:
     (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
     keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
     keeper.hold([job])
-    q.cancel(job.id)
+    clock.advance(seconds=61)
+    assert [j.id for j in q.store.rescue_expired()] == [job.id]  # as if we had stalled
     keeper.renew()
     assert keeper.lost() == {job.id}
     keeper.drop([job])
@@ -99,3 +100,28 @@ def test_a_renewal_confirms_the_start_of_a_long_job(db_url: str) -> None:
         (later, "lease_expired"),
     ):
         assert [a.outcome for a in q.attempts(job.id)] == [outcome]
+
+
+def test_the_keeper_tells_a_held_job_it_was_asked_to_stop(db_url: str) -> None:
+    q = Queue(db_url, clock=FrozenClock(), strict=False)
+    q.migrate()
+    q.enqueue("long")
+    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    ctx = JobContext.of(job)
+    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper.hold([job])
+    keeper.renew()
+    assert not ctx.cancel_requested
+    q.cancel(job.id)
+    keeper.check_cancels()  # held for less than CANCEL_CHECK: not looked at yet
+    assert not ctx.cancel_requested
+    keeper.check_cancels(everything=True)  # what a NOTIFY or a file change prompts
+    assert ctx.cancel_requested and keeper.lost() == set()  # still ours: it may stop
+    keeper.drop([job])
+    assert not ctx.cancel_requested  # the attempt is over: forgotten
+    keeper.hold([job])
+    keeper.renew()  # a renewal reports the request too
+    assert ctx.cancel_requested
+    keeper.drop([job])
+    keeper.stop()
+    q.close()

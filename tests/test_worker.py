@@ -11,6 +11,7 @@ import pytest
 
 from conftest import run_tickq
 from tickq import JobState, Queue
+from tickq.store import Outcome
 from workerproc import WorkerProcess, eventually, runs
 
 pytestmark = pytest.mark.timeout(90)
@@ -156,13 +157,17 @@ def test_lost_lease_stops_the_worker_treating_the_job_as_its_own(
     job_id = q.enqueue("awork", {"seconds": 60})
     with WorkerProcess(TICKQ_TEST_LEASE="3", **env) as w:
         eventually(lambda: started(notes, job_id), what="the job to start")
-        q.cancel(job_id)  # the next lease renewal (every 1s) finds the job is not ours
-        w.wait_for_line(f"job {job_id} is no longer ours")
+        # Taken from under the worker (as a rescue would): retried by hand, due in an hour.
+        held = q.get_job(job_id)
+        assert held is not None and held.lease_owner is not None
+        taken = q.store.record(held.lease_owner, [Outcome(held, "retried", "E: taken", 3600)])
+        assert [j.id for j in taken.retried] == [job_id]
+        w.wait_for_line(f"job {job_id} is no longer ours")  # the next renewal (every 1s)
         w.wait_for_line(f"job {job_id} awork attempt 1/4 stale")
         w.send(signal.SIGTERM)
         assert w.wait() == 0, w.output
     assert _note(notes, "cancelled")["id"] == job_id  # the async job was stopped
-    assert status(q, job_id) == "cancelled"
+    assert status(q, job_id) == "pending"
 
 
 def test_in_process_enqueue_wakes_an_idle_sqlite_worker(tmp_path: Path) -> None:

@@ -97,6 +97,13 @@ def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
                      extra={"event": "refunded", "job_id": job.id, "job_type": job.type,
                             "attempt": job.attempts + 1})  # fmt: skip
             continue  # not a failed attempt: no retry hook
+        if job.status == "cancelled":  # asked to stop, and its worker died meanwhile
+            report["cancelled"] += 1
+            log.warning("tickq job %s %s: lease expired on attempt %s after a cancel request; "
+                        "cancelled", job.id, job.type, job.attempts,
+                        extra={"event": "cancelled", "job_id": job.id, "job_type": job.type,
+                               "attempt": job.attempts, "outcome": "cancelled"})  # fmt: skip
+            continue
         report["rescued"] += 1
         log.warning("tickq job %s %s: lease expired on attempt %s, rescued as %s",
                     job.id, job.type, job.attempts, job.status.value,
@@ -203,9 +210,11 @@ def tally(
     for word in RECORDED_FIELDS:
         report[word] += len(getattr(recorded, word))
     stale = {j.id for j in recorded.stale}
+    stopped = {j.id for j in recorded.cancelled}  # asked to stop: whatever the attempt did
     with held_lines():
         for o in outcomes:
-            log_outcome(o, "stale" if o.job.id in stale else None)
+            log_outcome(o, "stale" if o.job.id in stale else "cancelled" if o.job.id in stopped
+                        else None)  # fmt: skip
     for job in recorded.failed:
         runtime.notify_failed(job)
     for job in recorded.retried:

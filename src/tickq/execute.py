@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from time import perf_counter
 
-from .context import JobContext, _current
+from .context import JobContext, _current, stop_requested, stoppable
 from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
 from .payload import Unreadable
@@ -27,6 +27,8 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
     """Run ``job`` with its handler and map the result or exception to an ``Outcome``:
     one of ``job.OUTCOMES``, the transitions ``store.record`` applies."""
     started = perf_counter()
+    if stop_requested(job):
+        return _not_started(job, started)
     reason = unrunnable(job, definition)
     if reason:
         return _unrunnable(job, reason, started)
@@ -37,6 +39,10 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
         result = dump_result(invoke(definition, job))
     except Exception as exc:
         return settle(job, definition, exc, started)
+    except BaseException as exc:  # an async job's CancelledError, when asked to stop
+        if not stop_requested(job):
+            raise
+        return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
     return Outcome(job, "succeeded", None, 0.0, perf_counter() - started, result)
@@ -45,12 +51,15 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
     """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
     started = perf_counter()
+    if stop_requested(job):
+        return _not_started(job, started)
     reason = unrunnable(job, definition)
     if reason:
         return _unrunnable(job, reason, started)
     token = _current.set(job)
     try:
-        value = await _within(definition.fn(**job_kwargs(definition, job)), definition.timeout)
+        coro = definition.fn(**job_kwargs(definition, job))
+        value = await _within(coro, definition.timeout, job)
         result = dump_result(value)
     except Exception as exc:
         return settle(job, definition, exc, started)
@@ -76,7 +85,10 @@ def dump_result(value: Any) -> str | None:
 
 
 def settle(job: Job, definition: JobDefinition, exc: BaseException, started: float) -> Outcome:
-    """What raising ``exc`` means for the job: cancelled, snoozed, retried later, or failed."""
+    """What raising ``exc`` means for the job: cancelled, snoozed, retried later, or failed.
+    An attempt asked to stop (``q.cancel``) ends cancelled, whatever it raised."""
+    if stop_requested(job) and not isinstance(exc, Cancel):
+        return _stopped(job, exc, started)
     match exc:
         case Cancel():
             return Outcome(job, "cancelled", format_error(exc), 0.0, perf_counter() - started)
@@ -86,6 +98,20 @@ def settle(job: Job, definition: JobDefinition, exc: BaseException, started: flo
             return _retry_or_fail(job, format_error(exc), exc.delay, started)
         case _:
             return _retry_or_fail(job, format_error(exc), definition.backoff(job.attempts), started)
+
+
+def _stopped(job: Job, exc: BaseException, started: float) -> Outcome:
+    asked = f"Cancel: cancel requested while attempt {job.attempts} was running; it "
+    if type(exc).__name__ == "CancelledError":
+        error = asked + "was cancelled at an await"
+    else:
+        error = asked + "then raised " + format_error(exc)
+    return Outcome(job, "cancelled", error, 0.0, perf_counter() - started)
+
+
+def _not_started(job: Job, started: float) -> Outcome:
+    error = f"Cancel: cancel requested before attempt {job.attempts} started; it did not run"
+    return Outcome(job, "cancelled", error, 0.0, perf_counter() - started)
 
 
 def _retry_or_fail(job: Job, error: str, delay: float | None, started: float) -> Outcome:
@@ -171,7 +197,7 @@ def invoke(definition: JobDefinition, job: Job) -> Any:
     """Call the job function with the payload as keyword arguments, within its timeout."""
     kwargs = job_kwargs(definition, job)
     if definition.is_async:
-        return run_coroutine(definition.fn, kwargs, definition.timeout)
+        return run_coroutine(definition.fn, kwargs, definition.timeout, job)
     if definition.timeout is None:
         return definition.fn(**kwargs)
     return run_with_timeout(definition.fn, kwargs, definition.timeout)
@@ -207,13 +233,16 @@ def run_with_timeout(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: fl
     return box.get("result")
 
 
-def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float | None) -> Any:
-    """Run an ``async def`` job to completion; past ``timeout`` it is cancelled."""
+def run_coroutine(
+    fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float | None, job: Job | None = None
+) -> Any:
+    """Run an ``async def`` job to completion; past ``timeout`` (or asked to stop) it is
+    cancelled."""
     import asyncio
     import threading
 
     async def main() -> Any:
-        return await _within(fn(**kwargs), timeout)
+        return await _within(fn(**kwargs), timeout, job)
 
     try:
         asyncio.get_running_loop()
@@ -237,13 +266,15 @@ def run_coroutine(fn: Callable[..., Any], kwargs: dict[str, Any], timeout: float
     return box.get("result")
 
 
-async def _within(coro: Any, timeout: float | None) -> Any:
+async def _within(coro: Any, timeout: float | None, job: Job | None = None) -> Any:
     import asyncio
+    from contextlib import nullcontext
 
     scope = asyncio.timeout(timeout)
     try:
-        async with scope:
-            return await coro
+        with stoppable(job) if job is not None else nullcontext():
+            async with scope:
+                return await coro
     except TimeoutError as exc:
         if not scope.expired():
             raise  # the job's own TimeoutError (e.g. from an HTTP client), not ours

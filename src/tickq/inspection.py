@@ -78,7 +78,16 @@ class Inspection:
         return done
 
     def cancel(self, job_id: int) -> Job:
-        """Cancel a pending or running job (a running one finishes but changes nothing)."""
+        """Cancel a pending job now; ask a running one to stop, from any process.
+
+        A running job stays ``running`` (the returned job's ``cancel_requested_at`` is set)
+        until its worker hears the request, within about a second:
+        ``JobContext.cancel_requested`` turns True, and an ``async def`` job is cancelled at
+        its next ``await``. It then ends ``cancelled``, never retried, if it raises
+        anything (``Cancel``, ``CancelledError``, an error); if it returns normally it did
+        the work, and succeeds. If its worker died, it ends cancelled when its lease runs
+        out. Asking twice changes nothing. Raises ``InvalidTransition`` for a finished job.
+        """
         return self.store.cancel(job_id)
 
     def delete(self, job_id: int) -> None:

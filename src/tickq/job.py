@@ -52,8 +52,11 @@ class JobState(StrEnum):
 
     RUNNING = "running"
     """Claimed by one worker under a lease. Out: ``succeeded``, ``retried``, ``snoozed``,
-    ``failed``, ``cancelled``, ``cancel``, ``released``, or ``rescued`` (``refunded`` if its
-    start was never confirmed) when the lease expires."""
+    ``failed``, ``cancelled``, ``released``, or ``rescued`` (``refunded`` if its start was
+    never confirmed) when the lease expires. ``cancel_requested`` (``q.cancel``) leaves it
+    running, asked to stop: from then on ``retried``, ``snoozed``, ``failed`` and ``rescued``
+    end it cancelled instead (and ``released``/``refunded`` don't apply); ``succeeded``
+    still succeeds."""
 
     DONE = "done"
     """Finished successfully (``succeeded``). Out: ``pruned`` only."""
@@ -62,8 +65,9 @@ class JobState(StrEnum):
     """Out of attempts (or failed permanently); alerts fire. Out: ``retry``, ``pruned``."""
 
     CANCELLED = "cancelled"
-    """Stopped by a person (``cancel``) or by the job raising ``Cancel`` (``cancelled``).
-    Out: ``retry``, ``pruned``."""
+    """Stopped by a person (``cancel`` while pending; ``cancel_requested`` while running,
+    then ended by its worker or its rescue) or by the job raising ``Cancel``
+    (``cancelled``). Out: ``retry``, ``pruned``."""
 
 
 ACTIVE_STATES = (JobState.PENDING, JobState.RUNNING)
@@ -124,7 +128,8 @@ STATE_MACHINE = (
     Transition("rescued",   (_R,),    _P,    _F,       0,  "lease_expired", "rescue_expired"),
     Transition("refunded",  (_R,),    _P,    None,     -1,      "refunded", "refund_expired"),
     Transition("retry",     (_F, _C), _P,    None,     0,       None,       "retry"),
-    Transition("cancel",    (_P, _R), _C,    None,     0,       "cancelled", "cancel"),
+    Transition("cancel",    (_P,),    _C,    None,     0,       None,       "cancel"),
+    Transition("cancel_requested", (_R,), _R, None,    0,       None,       "cancel"),
     Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
 )  # fmt: skip
 """Every state change tickq makes. An attempt that raised is ``retried``, or ``failed`` when
@@ -132,8 +137,9 @@ the job is ``out_of_attempts`` (the executor decides); a run that raised ``Snooz
 ``snoozed``: back to pending with its attempt given back (the run stays in the history,
 counted as ``snoozed``, never as a failure), or ``failed`` when the job's ``max_snooze`` is
 up (the executor decides); a ``rescued`` job out of attempts goes to failed (the store
-decides, by the same rule). ``retry`` and ``cancel`` are made by
-a person; ``pruned`` rows are first added to the processed totals.
+decides, by the same rule). ``retry`` and ``cancel`` are made by a person (on a running job
+``cancel`` is a request, ``cancel_requested``: the job sees it and its worker ends it
+cancelled); ``pruned`` rows are first added to the processed totals.
 
 A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line.
 Every claim is unconfirmed until ``started`` (its only change is that mark: the job stays
@@ -163,7 +169,7 @@ JOB_FIELDS = (
     "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
     "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",
     "finished_at", "lease_owner", "lease_expires_at", "meta", "result", "snoozes",
-    "snoozed_since",
+    "snoozed_since", "cancel_requested_at",
 )  # fmt: skip
 """The columns of ``tickq_jobs`` a ``Job`` carries, in its order."""
 
@@ -178,6 +184,8 @@ class Job(Frozen):
         "snoozed_since": "When the run that first snoozed started (since the job was "
         "enqueued or retried by hand): its ``max_snooze`` is measured from there (None: it "
         "has not snoozed).",
+        "cancel_requested_at": "When ``q.cancel`` asked this job to stop while it ran "
+        "(None: never); it stays ``running`` until its worker ends it ``cancelled``.",
     }
 
     if TYPE_CHECKING:
@@ -202,6 +210,7 @@ class Job(Frozen):
         result: Any
         snoozes: int
         snoozed_since: datetime | None
+        cancel_requested_at: datetime | None
 
     def __new__(
         cls,
@@ -226,12 +235,13 @@ class Job(Frozen):
         result: Any = None,
         snoozes: int = 0,
         snoozed_since: datetime | None = None,
+        cancel_requested_at: datetime | None = None,
     ) -> Job:
         return tuple.__new__(cls, (
             id, type, queue, payload, status, priority, attempts, max_attempts, run_after,
             last_error, unique_key, created_at, updated_at, attempted_at, finished_at,
             lease_owner, lease_expires_at, {} if meta is None else meta, result, snoozes,
-            snoozed_since,
+            snoozed_since, cancel_requested_at,
         ))  # fmt: skip
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from time import monotonic
 
+from .context import forget_stop, request_stop
 from .errors import TickqError
 from .logger import log
 
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
 
     from .job import Job
     from .store import SqlStore
+
+CANCEL_CHECK = 1.0
+"""Seconds between looks for cancel requests on jobs held that long (a read; a renewal,
+every ``lease_seconds / 3``, reports them too): how soon a running job hears ``q.cancel``."""
+LOOK_GAP = 0.1
+"""Seconds at least between looks prompted by ``look_soon`` (a hint that anything changed)."""
 
 
 def leave_signals_to_main_thread() -> None:
@@ -28,12 +35,15 @@ def leave_signals_to_main_thread() -> None:
 
 
 class LeaseKeeper:
-    """A daemon thread renewing every held job's lease each ``lease_seconds / 3``.
+    """A daemon thread renewing every held job's lease each ``lease_seconds / 3``, and
+    looking for cancel requests every ``CANCEL_CHECK`` seconds on jobs held that long.
 
-    A job whose lease could not be renewed (rescued, cancelled, or the database unreachable
-    until the lease ran out) is reported by ``lost()`` and to ``on_lost(ids)``: its outcome
-    will not be recorded. A renewal also confirms the start of the jobs said to have
-    ``started`` since the last one: a long job's attempt then counts if its process dies.
+    A job whose lease could not be renewed (rescued, or the database unreachable until the
+    lease ran out) is reported by ``lost()`` and to ``on_lost(ids)``: its outcome will not
+    be recorded. A job asked to stop (``q.cancel``) is told so (``context.request_stop``:
+    ``JobContext.cancel_requested``, and an async job's task is cancelled). A renewal also
+    confirms the start of the jobs said to have ``started`` since the last one: a long
+    job's attempt then counts if its process dies.
     """
 
     def __init__(
@@ -47,6 +57,11 @@ class LeaseKeeper:
         self.on_lost = on_lost
         # job id -> (attempt held, monotonic time its lease runs out)
         self._held: dict[int, tuple[int, float]] = {}
+        self._since: dict[int, float] = {}  # job id -> when it was first held
+        self._asked: set[int] = set()  # job ids told to stop
+        self._renew_at = 0.0
+        self._look_all = False  # look_now() was called: look at every held job at once
+        self._looked = 0.0  # when look_soon() last prompted a look
         self._lost: set[int] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -57,18 +72,22 @@ class LeaseKeeper:
 
     def hold(self, jobs: Iterable[Job], started: bool = False) -> None:
         """Renew the leases of ``jobs`` until dropped (``started``: they start now)."""
-        deadline = monotonic() + self.lease_seconds
+        now = monotonic()
+        deadline = now + self.lease_seconds
         with self._lock:
             for job in jobs:
                 self._held[job.id] = (job.attempts, deadline)
+                self._since[job.id] = now
                 self._lost.discard(job.id)
                 self._finished.discard(job.id)
+                self._asked.discard(job.id)
                 if started:
                     self._started.add(job.id)
                 else:
                     self._started.discard(job.id)
             self._stopped = False  # a keeper stopped by close() comes back whole
             if self._thread is None:
+                self._renew_at = now + self.lease_seconds / 3
                 self._thread = threading.Thread(target=self._loop, name="tickq-lease", daemon=True)
                 self._thread.start()
 
@@ -92,9 +111,12 @@ class LeaseKeeper:
             for job in jobs:
                 if self._held.get(job.id, (job.attempts,))[0] == job.attempts:
                     self._held.pop(job.id, None)
+                    self._since.pop(job.id, None)
                     self._lost.discard(job.id)
                     self._finished.discard(job.id)
+                    self._asked.discard(job.id)
                     self._started.discard(job.id)
+                forget_stop((job.id, job.attempts, self.owner))
 
     def lost(self) -> set[int]:
         with self._lock:
@@ -120,8 +142,56 @@ class LeaseKeeper:
         leases still held keep being renewed (a ``close()`` from another thread mid-job)."""
         self._wake.set()
 
+    def look_now(self) -> None:
+        """A job may have been asked to stop (Postgres NOTIFY): look at every held job now."""
+        self._look_all = True
+        self._wake.set()
+
+    def look_soon(self) -> None:
+        """Something changed in the database (SQLite's file watch): look at every held
+        job, unless a look was prompted less than ``LOOK_GAP`` ago."""
+        now = monotonic()
+        if now - self._looked >= LOOK_GAP and self._held:
+            self._looked = now
+            self.look_now()
+
+    def tend(self) -> None:
+        """The loop's body: renew the leases when due, else look for cancel requests."""
+        if monotonic() >= self._renew_at - 0.01:
+            self.renew()
+        else:
+            everything, self._look_all = self._look_all, False
+            self.check_cancels(everything)
+
+    def check_cancels(self, everything: bool = False) -> None:
+        """Look for cancel requests on the jobs held for ``CANCEL_CHECK`` seconds or more
+        (a short job never costs a look; ``everything``: on every held job) and tell them
+        to stop."""
+        settled = float("inf") if everything else monotonic() - CANCEL_CHECK
+        with self._lock:
+            ids = [i for i, t in self._since.items()
+                   if t <= settled and i not in self._lost and i not in self._asked]  # fmt: skip
+        if not ids:
+            return
+        try:
+            asked = self.store.cancel_requests(self.owner, ids)
+        except TickqError:
+            return  # the next renewal says what is wrong
+        self._ask_to_stop(asked)
+
+    def _ask_to_stop(self, ids: Iterable[int]) -> None:
+        with self._lock:
+            asked = {i: self._held[i][0] for i in ids if i in self._held and i not in self._asked}
+            self._asked.update(asked)
+        for job_id, attempt in sorted(asked.items()):
+            log.info("tickq job %s: cancel requested; asking attempt %s to stop", job_id,
+                     attempt, extra={"event": "cancel_requested", "job_id": job_id,
+                                     "attempt": attempt})  # fmt: skip
+            request_stop((job_id, attempt, self.owner))
+
     def renew(self) -> None:
-        """One renewal pass (the loop's body; tests call it directly)."""
+        """One renewal pass (tests call it directly); it also hears cancel requests."""
+        self._renew_at = monotonic() + self.lease_seconds / 3
         with self._lock:
             ids = [i for i in self._held if i not in self._lost]
             began = [i for i in ids if i in self._started]
@@ -147,9 +217,10 @@ class LeaseKeeper:
                     lost.add(job_id)
             self._lost |= lost
         for job_id in sorted(lost):
-            log.warning("tickq job %s is no longer ours (rescued or cancelled)", job_id,
-                        extra={"event": "lease_lost", "job_id": job_id})  # fmt: skip
+            log.warning("tickq job %s is no longer ours (rescued, or finished elsewhere)",
+                        job_id, extra={"event": "lease_lost", "job_id": job_id})  # fmt: skip
         self._report(lost)
+        self._ask_to_stop(owned.cancel_requested)
 
     def _expire_overdue(self) -> set[int]:
         now = monotonic()
@@ -172,16 +243,16 @@ class LeaseKeeper:
         try:
             while self._carry_on():
                 try:
-                    self.renew()
+                    self.tend()
                 except Exception:  # never let the keeper die silently
                     log.exception("tickq lease renewal failed unexpectedly")
         finally:
             self.store.drop_connection()  # this thread's own connection
 
     def _carry_on(self) -> bool:
-        """Wait for the next renewal; False (and the thread forgotten, so ``hold`` starts a
-        new one) once stopped or holding nothing."""
-        self._wake.wait(self.lease_seconds / 3)
+        """Wait for the next renewal or look; False (and the thread forgotten, so ``hold``
+        starts a new one) once stopped or holding nothing."""
+        self._wake.wait(max(0.0, min(CANCEL_CHECK, self._renew_at - monotonic())))
         with self._lock:
             self._wake.clear()
             if self._stopped or not self._held:

@@ -31,6 +31,7 @@ from .logger import log
 from .pacing import Pacing
 from .pool import JobPool
 from .signals import Flag, handling_signals
+from .store import CANCEL_NOTE
 from .trouble import Trouble
 from .worker_options import (
     check_concurrency,
@@ -383,6 +384,13 @@ class Worker:
         self._wake.set()
 
     def _enqueued(self, queues: set[str] | None) -> None:
+        if queues is None:
+            self.keeper.look_soon()  # anything may have changed: a cancel request too
+        elif CANCEL_NOTE in queues:
+            self.keeper.look_now()  # a job was asked to stop: maybe one of ours
+            queues = queues - {CANCEL_NOTE}
+            if not queues:
+                return
         if queues is None or self.queues is None or not queues.isdisjoint(self.queues):
             self._due.set()
             self._wake.set()

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tickq import JobContext, Queue, Snooze
+from tickq import Cancel, JobContext, Queue, Snooze
 
 q = Queue(lease_seconds=float(os.environ.get("TICKQ_TEST_LEASE", "60")))
 
@@ -112,6 +112,19 @@ async def hang_async(ctx: JobContext) -> None:
     except asyncio.CancelledError:
         note("cancelled", ctx)
         raise
+
+
+@q.job()
+def patient(ctx: JobContext, seconds: float = 60.0) -> None:
+    """Works in small steps, stopping (``Cancel``) once asked to."""
+    note("start", ctx)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ctx.cancel_requested:
+            note("cancel_seen", ctx)
+            raise Cancel("stopped on request")
+        time.sleep(0.02)
+    note("end", ctx)
 
 
 @q.job(max_attempts=1)

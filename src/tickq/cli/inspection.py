@@ -167,6 +167,8 @@ def describe(job: Job) -> str:
         ("lease", f"{job.lease_owner} until {when(job.lease_expires_at)} UTC"
          if job.lease_owner else "-"),
     ]  # fmt: skip
+    if job.cancel_requested_at:
+        fields.append(("cancel", f"requested {when(job.cancel_requested_at)} UTC"))
     lines = [f"job {job.id}  {job.type}"]
     lines += [f"  {name:<11}{value}" for name, value in fields]
     payload = json.dumps(job.payload, indent=2, sort_keys=True).replace("\n", "\n    ")
@@ -211,11 +213,12 @@ def run_retry(args: argparse.Namespace) -> int:
 
 def run_cancel(args: argparse.Namespace) -> int:
     q, job_id = resolve(args)
-    before = _get(q, job_id)
-    job = q.cancel(before.id)
+    job = q.cancel(_get(q, job_id).id)
     text = f"job {job.id} ({job.type}) cancelled"
-    if before.status == JobState.RUNNING:
-        text += f" while attempt {before.attempts} was running; its result will be ignored"
+    if job.status == JobState.RUNNING:
+        text = (f"job {job.id} ({job.type}) is running attempt {job.attempts} on "
+                f"{job.lease_owner}: asked it to stop; it ends cancelled once its worker "
+                "hears (within about a second)")  # fmt: skip
     _report(args, job.to_dict(), text)
     return 0
 

@@ -33,6 +33,8 @@ ACTIONS = ("retry", "cancel", "delete")
 DONE_MESSAGES = {
     "retry": "Put back to pending, due now.",
     "cancel": "Cancelled.",
+    "cancel_requested": "Asked the running job to stop: it ends cancelled once its worker "
+    "hears (within about a second; if its worker is gone, when its lease runs out).",
 }
 NO_AUTH = (
     "the tickq dashboard is closed: set TICKQ_DASHBOARD_PASSWORD (a long random value) "
@@ -174,13 +176,15 @@ class Dashboard:
 
     def act(self, request: Request, job_id: int, action: str) -> Response:
         try:
-            getattr(self.queue, action)(job_id)
+            job = getattr(self.queue, action)(job_id)
         except JobNotFound as exc:
             return self.page(request, "error.html", 404, message=str(exc))
         except InvalidTransition as exc:
             return self.detail(request, job_id, 409, error=str(exc))
         if action == "delete":
             return redirect(request.url(f"/jobs?{urlencode({'deleted': job_id})}"))
+        if action == "cancel" and job.status == "running":
+            action = "cancel_requested"
         return redirect(request.url(f"/jobs/{job_id}?did={action}"))
 
     def retry_failed(self, request: Request) -> Response:

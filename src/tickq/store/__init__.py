@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigurationError
-from .base import SqlStore
+from .base import CANCEL_NOTE, SqlStore
 from .records import RECORDED_FIELDS, Outcome, Recorded, ScheduleMove, TickState
 
 TYPE_CHECKING = False
@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
 
 __all__ = [
-    "RECORDED_FIELDS", "Outcome", "Recorded", "ScheduleMove", "SqlStore", "Store", "TickState",
-    "open_store",
+    "CANCEL_NOTE", "RECORDED_FIELDS", "Outcome", "Recorded", "ScheduleMove", "SqlStore", "Store",
+    "TickState", "open_store",
 ]  # fmt: skip
 
 

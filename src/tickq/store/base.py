@@ -9,8 +9,8 @@ from __future__ import annotations
 from contextlib import suppress
 
 from ..errors import InvalidTransition, JobNotFound
-from ..job import TRANSITIONS, Attempt, Job
-from .records import Recorded, Rescued
+from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
+from .records import Leases, Recorded, Rescued
 from .stats import StatsQueries
 from .ticks import TickQueries
 
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .records import Outcome
 
 CHUNK = 1000
+CANCEL_NOTE = ""
+"""What ``listen`` hears (as a queue name: no queue has an empty one) when a running job
+was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
 class SqlStore(TickQueries, StatsQueries):
@@ -185,7 +188,10 @@ class SqlStore(TickQueries, StatsQueries):
         for i, outcome in enumerate(others):
             rows = results[(i + 1) * per_outcome - 1]
             if rows:
-                getattr(out, outcome.kind).append(self._job(rows[0]))
+                job = self._job(rows[0])
+                # A job asked to stop ends cancelled, whatever the attempt came to.
+                kind = "cancelled" if job.status is JobState.CANCELLED else outcome.kind
+                getattr(out, kind).append(job)
             else:
                 out.stale.append(outcome.job)
         return out
@@ -201,17 +207,25 @@ class SqlStore(TickQueries, StatsQueries):
 
     def extend_leases(
         self, owner: str, ids: Sequence[int], lease_seconds: float, started: Sequence[int] = ()
-    ) -> set[int]:
+    ) -> Leases:
         """Push the leases of ``ids`` forward, and record that the ``started`` ones (of
-        ``ids``) started; returns the ids ``owner`` still holds."""
+        ``ids``) started; returns the ids ``owner`` still holds, with those asked to stop
+        (``q.cancel``) in ``cancel_requested``."""
         if not ids:
-            return set()
+            return Leases((), ())
         rows = self._query(
             "extend_leases", owner=owner, ids=self._ids_param(ids), now=self._now(),
             lease_seconds=lease_seconds, lease_until=self._in(lease_seconds),
             started=self._ids_param(started),
         )  # fmt: skip
-        return {r[0] for r in rows}
+        return Leases((r[0] for r in rows), (r[0] for r in rows if r[1]))
+
+    def cancel_requests(self, owner: str, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids``, running under ``owner``'s lease, were asked to stop (a read:
+        what a worker checks between lease renewals)."""
+        if not ids:
+            return set()
+        return {r[0] for r in self._query("cancel_requests", owner=owner, ids=self._ids_param(ids))}
 
     def rescue_expired(self) -> Rescued:
         """Jobs whose lease ran out go back to pending (or failed, when out of attempts);
@@ -300,7 +314,8 @@ class SqlStore(TickQueries, StatsQueries):
         return self._job(self._by_hand("retry", job_id)[0])
 
     def cancel(self, job_id: int) -> Job:
-        """Cancel a pending or running job (a running one's late result is then ignored)."""
+        """Cancel a pending job; ask a running one to stop (``cancel_requested``: it stays
+        running, with ``cancel_requested_at`` set, until its worker ends it cancelled)."""
         return self._job(self._by_hand("cancel", job_id)[0])
 
     def _manual_statements(self, name: str, params: dict[str, Any]) -> list[Statement]:
@@ -325,7 +340,9 @@ class SqlStore(TickQueries, StatsQueries):
         job = self.get(job_id)
         if job is None:
             raise JobNotFound(f"job {job_id} does not exist (it may have been pruned)")
-        allowed = " or ".join(s.value for s in transition.sources)
+        allowed = " or ".join(
+            s.value for t in STATE_MACHINE if t.query == transition.query for s in t.sources
+        )
         why = WHY_NOT.get((verb, job.status.value), "")
         raise InvalidTransition(
             f"cannot {verb} job {job_id}: it is {job.status.value}; "

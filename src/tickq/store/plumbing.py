@@ -141,14 +141,15 @@ class Plumbing:
         (the job then has an ``Unreadable`` payload saying why)."""
         (id_, type_, queue, payload, status, priority, attempts, max_attempts, run_after,
          last_error, unique_key, created_at, updated_at, attempted_at, finished_at, lease_owner,
-         lease_expires_at, meta, result, snoozes, snoozed_since) = row  # fmt: skip
+         lease_expires_at, meta, result, snoozes, snoozed_since,
+         cancel_requested_at) = row  # fmt: skip
         ts, js = self._lenient_ts, self._lenient_json
         payload, priority, max_attempts = self._vetted(payload, priority, attempts, max_attempts)
         return Job(
             id_, type_, queue, payload, STATES[status], priority, attempts, max_attempts,
             ts(run_after), last_error, unique_key, ts(created_at), ts(updated_at),  # type: ignore[arg-type]
             ts(attempted_at), ts(finished_at), lease_owner, ts(lease_expires_at), js(meta),
-            js(result), snoozes, ts(snoozed_since),
+            js(result), snoozes, ts(snoozed_since), ts(cancel_requested_at),
         )  # fmt: skip
 
     def _claimed_job(self, row: Sequence[Any], owner: str) -> Job:

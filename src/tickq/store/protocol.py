@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..job import Attempt, Job, NewJob
     from .plumbing import Wake
     from .postgres import PostgresStore
-    from .records import Outcome, Recorded, Rescued, ScheduleMove, TickState
+    from .records import Leases, Outcome, Recorded, Rescued, ScheduleMove, TickState
     from .sqlite import SQLiteStore
 
 
@@ -57,9 +57,12 @@ class Transitions(Protocol):
 
     def extend_leases(
         self, owner: str, ids: Sequence[int], lease_seconds: float, started: Sequence[int] = ()
-    ) -> set[int]:
+    ) -> Leases:
         """Push leases forward, recording that ``started`` started; returns the ids
-        ``owner`` still holds."""
+        ``owner`` still holds (and, in ``cancel_requested``, those of them asked to stop)."""
+
+    def cancel_requests(self, owner: str, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids``, running under ``owner``'s lease, were asked to stop (a read)."""
 
     def rescue_expired(self) -> Rescued:
         """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts);
@@ -72,7 +75,8 @@ class Transitions(Protocol):
         """``retry`` one batch of failed jobs; returns their ids (empty: none left)."""
 
     def cancel(self, job_id: int) -> Job:
-        """``cancel`` by hand: a pending or running job to cancelled."""
+        """``cancel`` by hand: a pending job to cancelled; a running one is asked to stop
+        (``cancel_requested``), its worker then ends it cancelled."""
 
     def prune(
         self,

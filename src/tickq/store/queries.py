@@ -26,6 +26,27 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 OUT_OF_ATTEMPTS = "attempts >= max_attempts"
 """``job.out_of_attempts`` in SQL, over a ``tickq_jobs`` row."""
 
+CANCEL_REQUESTED = "cancel_requested_at IS NOT NULL"
+"""A running job asked to stop (``q.cancel``): it ends cancelled, never retried."""
+
+REQUESTED_ERROR = (
+    "(CASE WHEN cancel_requested_at IS NULL OR :outcome = 'cancelled' "
+    "THEN CAST(:error AS text) "
+    "ELSE 'Cancel: cancel requested while attempt ' || attempts || ' was running; it then "
+    "stopped with ' || COALESCE(CAST(:error AS text), 'no error') END)"
+)
+"""The error of an attempt that raised: as raised, or (asked to stop, and the worker had not
+heard yet) saying so first."""
+
+EXPIRED_ERROR = (
+    "(CASE WHEN cancel_requested_at IS NULL THEN 'LeaseExpired: attempt ' || attempts || "
+    "' was claimed by ' || lease_owner || ' which stopped renewing its lease (crashed, "
+    "killed or cut off) before finishing' ELSE 'Cancel: cancel requested while attempt ' "
+    "|| attempts || ' was running on ' || lease_owner || ', which stopped renewing its "
+    "lease (crashed, killed or cut off) before the job stopped' END)"
+)
+"""The error of an attempt whose lease ran out (``rescue_expired``)."""
+
 _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
@@ -72,6 +93,8 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{duration_bucket}", duration_bucket_sql())
     sql = sql.replace("{rescued_status}", rescued_status_sql())
     sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
+    sql = sql.replace("{requested_error}", REQUESTED_ERROR)
+    sql = sql.replace("{expired_error}", EXPIRED_ERROR)
     if paramstyle == "pyformat":
         import re
 
@@ -103,11 +126,14 @@ def duration_bucket_sql() -> str:
 
 
 def rescued_status_sql() -> str:
-    """The status a rescued job moves to, as ``job.STATE_MACHINE`` says: a CASE over the
-    row, so both backends rescue every expired job in one statement (deciding in Python
-    would cost a round trip to read the rows first)."""
+    """The status a rescued job moves to, as ``job.STATE_MACHINE`` says (cancelled when
+    it was asked to stop): a CASE over the row, so both backends rescue every expired job
+    in one statement (deciding in Python would cost a round trip to read the rows first)."""
     rescued = TRANSITIONS["rescued"]
-    return f"(CASE WHEN {OUT_OF_ATTEMPTS} THEN '{rescued.exhausted}' ELSE '{rescued.target}' END)"
+    return (
+        f"(CASE WHEN {CANCEL_REQUESTED} THEN 'cancelled' WHEN {OUT_OF_ATTEMPTS} "
+        f"THEN '{rescued.exhausted}' ELSE '{rescued.target}' END)"
+    )
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

@@ -9,7 +9,7 @@ from ..job import OUTCOMES, Frozen, Job, NewJob
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Literal
 
     OutcomeKind = Literal["succeeded", "retried", "snoozed", "failed", "cancelled", "stale"]
@@ -64,6 +64,15 @@ class Recorded:
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in RECORDED_FIELDS)
         return f"Recorded({shown})"
+
+
+class Leases(set[int]):
+    """The ids whose leases ``extend_leases`` renewed; ``cancel_requested`` holds those of
+    them that ``q.cancel`` asked to stop."""
+
+    def __init__(self, held: Iterable[int], cancel_requested: Iterable[int]) -> None:
+        super().__init__(held)
+        self.cancel_requested = set(cancel_requested)
 
 
 class Rescued(list[Job]):

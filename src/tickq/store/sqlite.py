@@ -298,11 +298,6 @@ class SQLiteStore(SqlStore):
                 results.append(inserted)
         return results
 
-    def _manual_statements(self, name: str, params: dict[str, Any]) -> list[Statement]:
-        if name == "cancel":
-            return [("add_cancelled_attempt", params), ("cancel", params)]
-        return [(name, params)]
-
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
         return self._retire("prunable", {"cutoff": cutoff, "batch": batch})
 

@@ -95,9 +95,13 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = 
 RETURNING id
 
 -- name: retried
+-- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried.
 WITH j AS (
     UPDATE tickq_jobs
-    SET status = 'pending', last_error = :error,
+    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+        finished_at = CASE WHEN cancel_requested_at IS NOT NULL
+                           THEN COALESCE(CAST(:now AS timestamptz), now()) END,
+        last_error = {requested_error},
         run_after = COALESCE(CAST(:now AS timestamptz), now()) + make_interval(secs => :delay),
         lease_owner = NULL, lease_expires_at = NULL,
         updated_at = COALESCE(CAST(:now AS timestamptz), now())
@@ -106,20 +110,29 @@ WITH j AS (
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
                                 duration)
-    SELECT id, attempts, attempted_at, updated_at, :outcome, :error, :duration FROM j
+    SELECT id, attempts, attempted_at, updated_at,
+           CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
+           last_error, :duration FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
 -- name: snoozed
 -- A run that raised Snooze: back to pending with its attempt given back (as release does),
 -- the snooze counted; max_snooze runs from the start of the first snoozed run. Its history
--- row is numbered by the attempt it gave back and by its snooze.
+-- row is numbered by the attempt it gave back and by its snooze. A job asked to stop
+-- (cancel_requested_at) ends cancelled instead, its attempt counted.
 WITH j AS (
     UPDATE tickq_jobs
-    SET status = 'pending', attempts = attempts - 1,
+    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+        attempts = attempts - CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
+        finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL
+                           ELSE COALESCE(CAST(:now AS timestamptz), now()) END,
+        last_error = CASE WHEN cancel_requested_at IS NULL THEN last_error
+                          ELSE {requested_error} END,
         run_after = COALESCE(CAST(:now AS timestamptz), now()) + make_interval(secs => :delay),
-        snoozes = snoozes + 1,
-        snoozed_since = COALESCE(snoozed_since, attempted_at),
+        snoozes = snoozes + CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
+        snoozed_since = CASE WHEN cancel_requested_at IS NULL
+                             THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_owner = NULL, lease_expires_at = NULL,
         updated_at = COALESCE(CAST(:now AS timestamptz), now())
@@ -128,14 +141,19 @@ WITH j AS (
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
                                 error, duration)
-    SELECT id, :attempt, snoozes, attempted_at, updated_at, :outcome, :error, :duration FROM j
+    SELECT id, :attempt, CASE WHEN status = 'cancelled' THEN 0 ELSE snoozes END,
+           attempted_at, updated_at,
+           CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE :outcome END,
+           CASE WHEN status = 'cancelled' THEN last_error ELSE :error END, :duration FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
 -- name: failed
+-- A job asked to stop (cancel_requested_at) ends cancelled instead: no failure alert.
 WITH j AS (
     UPDATE tickq_jobs
-    SET status = 'failed', last_error = :error,
+    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END,
+        last_error = {requested_error},
         finished_at = COALESCE(CAST(:now AS timestamptz), now()),
         updated_at = COALESCE(CAST(:now AS timestamptz), now()),
         lease_owner = NULL, lease_expires_at = NULL
@@ -144,7 +162,9 @@ WITH j AS (
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
                                 duration)
-    SELECT id, attempts, attempted_at, updated_at, :outcome, :error, :duration FROM j
+    SELECT id, attempts, attempted_at, updated_at,
+           CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
+           last_error, :duration FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
@@ -170,17 +190,24 @@ SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+  AND cancel_requested_at IS NULL
 RETURNING id
 
 -- name: extend_leases
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
--- process running a long job).
+-- process running a long job). The second column says the job was asked to stop.
 UPDATE tickq_jobs
 SET lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
                        + make_interval(secs => :lease_seconds),
     ahead = CASE WHEN ahead = 1 AND id = ANY(CAST(:started AS bigint[])) THEN 0 ELSE ahead END
 WHERE status = 'running' AND lease_owner = :owner AND id = ANY(CAST(:ids AS bigint[]))
-RETURNING id
+RETURNING id, cancel_requested_at IS NOT NULL
+
+-- name: cancel_requests
+-- Which of the owner's running jobs were asked to stop: a read, between lease renewals.
+SELECT id FROM tickq_jobs
+WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = :owner
+  AND cancel_requested_at IS NOT NULL
 
 -- name: refund_expired
 -- Runs just before rescue_expired, in the same transaction: a claimed job whose start was
@@ -190,7 +217,7 @@ RETURNING id
 -- were before the UPDATE (one snapshot for the whole statement).
 WITH expired AS (
     SELECT id FROM tickq_jobs
-    WHERE status = 'running' AND ahead = 1
+    WHERE status = 'running' AND ahead = 1 AND cancel_requested_at IS NULL
       AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
     FOR UPDATE SKIP LOCKED),
 history AS (
@@ -212,7 +239,8 @@ j AS (
 SELECT {job_columns} FROM j
 
 -- name: rescue_expired
--- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).
+-- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule);
+-- cancelled when the job was asked to stop.
 WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
@@ -220,11 +248,9 @@ WITH expired AS (
 j AS (
     UPDATE tickq_jobs t
     SET status = {rescued_status},
-        finished_at = CASE WHEN {out_of_attempts}
+        finished_at = CASE WHEN {out_of_attempts} OR t.cancel_requested_at IS NOT NULL
                            THEN COALESCE(CAST(:now AS timestamptz), now()) END,
-        last_error = 'LeaseExpired: attempt ' || t.attempts || ' was claimed by '
-            || t.lease_owner || ' which stopped renewing its lease (crashed, killed or cut off)'
-            || ' before finishing',
+        last_error = {expired_error},
         run_after = COALESCE(CAST(:now AS timestamptz), now()),
         lease_owner = NULL, lease_expires_at = NULL,
         updated_at = COALESCE(CAST(:now AS timestamptz), now())
@@ -232,7 +258,9 @@ j AS (
     RETURNING t.*),
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    SELECT id, attempts, attempted_at, updated_at, 'lease_expired', last_error FROM j
+    SELECT id, attempts, attempted_at, updated_at,
+           CASE WHEN cancel_requested_at IS NULL THEN 'lease_expired' ELSE 'cancelled' END,
+           last_error FROM j
     ON CONFLICT DO NOTHING)
 SELECT {job_columns} FROM j
 
@@ -249,32 +277,30 @@ ORDER BY id DESC LIMIT :limit
 UPDATE tickq_jobs
 SET status = 'pending', run_after = COALESCE(CAST(:now AS timestamptz), now()),
     finished_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-    max_attempts = GREATEST(max_attempts, attempts + 1), snoozed_since = NULL
+    max_attempts = GREATEST(max_attempts, attempts + 1), snoozed_since = NULL,
+    cancel_requested_at = NULL
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
 -- name: cancel
--- A running attempt stopped by hand is kept in the history (its worker's late result is
--- ignored by the guards).
-WITH old AS (
-    SELECT id, status, attempts, attempted_at, lease_owner FROM tickq_jobs
+-- A pending job is cancelled at once; a running one is asked to stop (its worker sees
+-- cancel_requested_at and ends it cancelled). Asking again changes nothing. A request
+-- also notifies the listening workers at commit with an empty payload (no queue has an
+-- empty name): the one holding the job looks at once instead of within a second.
+WITH j AS (
+    UPDATE tickq_jobs
+    SET status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+        finished_at = CASE WHEN status = 'pending'
+                           THEN COALESCE(CAST(:now AS timestamptz), now()) ELSE finished_at END,
+        cancel_requested_at = CASE WHEN status = 'running'
+            THEN COALESCE(cancel_requested_at, CAST(:now AS timestamptz), now()) END,
+        updated_at = COALESCE(CAST(:now AS timestamptz), now())
     WHERE id = :id AND status IN ('pending', 'running')
-    FOR UPDATE),
-j AS (
-    UPDATE tickq_jobs t
-    SET status = 'cancelled', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
-        updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-        lease_owner = NULL, lease_expires_at = NULL
-    FROM old WHERE t.id = old.id
-    RETURNING t.*),
-a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    SELECT old.id, old.attempts, old.attempted_at, j.finished_at, 'cancelled',
-           'Cancel: cancelled by hand while attempt ' || old.attempts || ' was running on '
-           || old.lease_owner || '; its result will be ignored'
-    FROM old JOIN j ON j.id = old.id WHERE old.status = 'running'
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
+    RETURNING *)
+SELECT {job_columns_j} FROM j, LATERAL (
+    SELECT CASE WHEN j.status = 'running'
+                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), '')
+           END) AS wake
 
 -- name: retire_doomed
 -- Not a query: the tail of a statement whose CTE "doomed" picks finished jobs to delete

@@ -65,26 +65,38 @@ WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
 RETURNING tickq_jobs.id
 
 -- name: retried
+-- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried.
 UPDATE tickq_jobs
-SET status = 'pending', run_after = :run_after, last_error = :error,
+SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+    finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE :now END,
+    run_after = :run_after, last_error = {requested_error},
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
 -- name: snoozed
 -- A run that raised Snooze: back to pending with its attempt given back (as release does),
--- the snooze counted; max_snooze runs from the start of the first snoozed run.
+-- the snooze counted; max_snooze runs from the start of the first snoozed run. A job asked
+-- to stop (cancel_requested_at) ends cancelled instead, its attempt counted.
 UPDATE tickq_jobs
-SET status = 'pending', attempts = attempts - 1, run_after = :run_after,
-    snoozes = snoozes + 1, snoozed_since = COALESCE(snoozed_since, attempted_at),
+SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+    attempts = attempts - CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
+    finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE :now END,
+    last_error = CASE WHEN cancel_requested_at IS NULL THEN last_error ELSE {requested_error} END,
+    run_after = :run_after,
+    snoozes = snoozes + CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
+    snoozed_since = CASE WHEN cancel_requested_at IS NULL
+                         THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
 
 -- name: failed
+-- A job asked to stop (cancel_requested_at) ends cancelled instead: no failure alert.
 UPDATE tickq_jobs
-SET status = 'failed', last_error = :error, finished_at = :now, updated_at = :now,
+SET status = CASE WHEN cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END,
+    last_error = {requested_error}, finished_at = :now, updated_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 RETURNING {job_columns}
@@ -99,11 +111,16 @@ RETURNING {job_columns}
 -- name: add_attempt
 -- Runs just before retried / snoozed / failed / cancelled, in the same transaction and
 -- under the same guard, so an attempt is recorded exactly when its outcome is. A snoozed
--- run is numbered by its snooze too (its attempt number is given back).
+-- run is numbered by its snooze too (its attempt number is given back). A job asked to
+-- stop records its attempt as cancelled, whatever it came to.
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
                             duration)
-SELECT id, attempts, CASE WHEN :outcome = 'snoozed' THEN snoozes + 1 ELSE 0 END,
-       attempted_at, :now, :outcome, :error, :duration FROM tickq_jobs
+SELECT id, attempts,
+       CASE WHEN :outcome = 'snoozed' AND cancel_requested_at IS NULL THEN snoozes + 1
+            ELSE 0 END,
+       attempted_at, :now,
+       CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
+       {requested_error}, :duration FROM tickq_jobs
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 ON CONFLICT DO NOTHING
 
@@ -113,17 +130,24 @@ SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+  AND cancel_requested_at IS NULL
 RETURNING id
 
 -- name: extend_leases
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
--- process running a long job).
+-- process running a long job). The second column says the job was asked to stop.
 UPDATE tickq_jobs SET lease_expires_at = :lease_until,
     ahead = CASE WHEN ahead = 1 AND id IN (SELECT value FROM json_each(:started)) THEN 0
                  ELSE ahead END
 WHERE status = 'running' AND lease_owner = :owner
   AND id IN (SELECT value FROM json_each(:ids))
-RETURNING id
+RETURNING id, cancel_requested_at IS NOT NULL
+
+-- name: cancel_requests
+-- Which of the owner's running jobs were asked to stop: a read, between lease renewals.
+SELECT id FROM tickq_jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'running'
+  AND lease_owner = :owner AND cancel_requested_at IS NOT NULL
 
 -- name: any_expired
 SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
@@ -137,6 +161,7 @@ SELECT id, -attempts, attempted_at, :now, 'refunded',
        || ' which stopped renewing its lease (crashed, killed or cut off) before confirming'
        || ' the job started; the attempt is not counted and the job runs again (once)'
 FROM tickq_jobs WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
+  AND cancel_requested_at IS NULL
 ON CONFLICT DO NOTHING
 
 -- name: refund_expired
@@ -146,23 +171,25 @@ UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, ahead = 2, run_after = :now,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
+  AND cancel_requested_at IS NULL
 RETURNING {job_columns}
 
 -- name: add_expired_attempts
+-- A job asked to stop (cancel_requested_at) counts as cancelled, not as a lost attempt.
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-SELECT id, attempts, attempted_at, :now, 'lease_expired',
-       'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
-       || ' which stopped renewing its lease (crashed, killed or cut off) before finishing'
+SELECT id, attempts, attempted_at, :now,
+       CASE WHEN cancel_requested_at IS NULL THEN 'lease_expired' ELSE 'cancelled' END,
+       {expired_error}
 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now
 ON CONFLICT DO NOTHING
 
 -- name: rescue_expired
--- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule).
+-- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule);
+-- cancelled when the job was asked to stop.
 UPDATE tickq_jobs
 SET status = {rescued_status},
-    finished_at = CASE WHEN {out_of_attempts} THEN :now END,
-    last_error = 'LeaseExpired: attempt ' || attempts || ' was claimed by ' || lease_owner
-        || ' which stopped renewing its lease (crashed, killed or cut off) before finishing',
+    finished_at = CASE WHEN {out_of_attempts} OR cancel_requested_at IS NOT NULL THEN :now END,
+    last_error = {expired_error},
     run_after = :now, lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 WHERE status = 'running' AND lease_expires_at < :now
 RETURNING {job_columns}
@@ -179,24 +206,20 @@ ORDER BY id DESC LIMIT :limit
 -- A retry by hand gives the job one more attempt and a new max_snooze.
 UPDATE tickq_jobs
 SET status = 'pending', run_after = :now, finished_at = NULL, updated_at = :now,
-    max_attempts = MAX(max_attempts, attempts + 1), snoozed_since = NULL
+    max_attempts = MAX(max_attempts, attempts + 1), snoozed_since = NULL,
+    cancel_requested_at = NULL
 WHERE id = :id AND status IN ('failed', 'cancelled')
 RETURNING {job_columns}
 
--- name: add_cancelled_attempt
--- Runs just before cancel, in the same transaction: a running attempt stopped by hand
--- is kept in the history (its worker's late result is ignored by the guards).
-INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-SELECT id, attempts, attempted_at, :now, 'cancelled',
-       'Cancel: cancelled by hand while attempt ' || attempts || ' was running on '
-       || lease_owner || '; its result will be ignored'
-FROM tickq_jobs WHERE id = :id AND status = 'running'
-ON CONFLICT DO NOTHING
-
 -- name: cancel
+-- A pending job is cancelled at once; a running one is asked to stop (its worker sees
+-- cancel_requested_at and ends it cancelled). Asking again changes nothing.
 UPDATE tickq_jobs
-SET status = 'cancelled', finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL
+SET status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+    finished_at = CASE WHEN status = 'pending' THEN :now ELSE finished_at END,
+    cancel_requested_at = CASE WHEN status = 'running'
+                               THEN COALESCE(cancel_requested_at, :now) END,
+    updated_at = :now
 WHERE id = :id AND status IN ('pending', 'running')
 RETURNING {job_columns}
 
