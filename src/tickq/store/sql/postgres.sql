@@ -280,9 +280,55 @@ WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), no
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
-SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()) FROM tickq_jobs
+-- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
+-- seconds: 0 when one of them may start now; when a rate window is full, when its first
+-- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()), (
+    SELECT min(CASE
+        WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per)) >= l.rate
+            THEN CAST(EXTRACT(EPOCH FROM (SELECT min(s.at) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per))
+                 + make_interval(secs => l.per) - n.ts) AS float8)
+        WHEN l.concurrency IS NOT NULL AND (SELECT count(*) FROM tickq_jobs r
+                 WHERE r.status = 'running' AND r.type = l.type AND r.lease_expires_at > n.ts)
+                 >= l.concurrency
+            THEN NULL
+        ELSE 0 END)
+    FROM tickq_limits l, (SELECT COALESCE(CAST(:now AS timestamptz), now()) AS ts) AS n
+    WHERE EXISTS (SELECT 1 FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = l.type AND j.run_after <= n.ts
+                    AND (CAST(:queues AS text[]) IS NULL OR j.queue = ANY(CAST(:queues AS text[])))
+                    AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue))) FROM tickq_jobs
 WHERE status = 'pending'
   AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+
+-- name: pause
+INSERT INTO tickq_paused (queue, paused_at)
+VALUES (:queue, COALESCE(CAST(:now AS timestamptz), now()))
+ON CONFLICT (queue) DO NOTHING
+RETURNING queue
+
+-- name: resume
+-- Wakes the queue's listening workers at commit, as an enqueue would.
+WITH r AS (DELETE FROM tickq_paused WHERE queue = :queue RETURNING queue)
+SELECT r.queue FROM r, LATERAL (
+    SELECT pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), r.queue)) AS wake
+
+-- name: declare_limit
+INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
+VALUES (:type, :concurrency, :rate, :per, COALESCE(CAST(:now AS timestamptz), now()))
+ON CONFLICT (type) DO UPDATE
+SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, per = EXCLUDED.per,
+    updated_at = EXCLUDED.updated_at
+WHERE (tickq_limits.concurrency, tickq_limits.rate, tickq_limits.per)
+      IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate, EXCLUDED.per)
+
+-- name: forget_limits
+-- Types this process registers without limits are no longer limited.
+DELETE FROM tickq_limits WHERE type = ANY(CAST(:types AS text[]))
 
 -- name: channel
 -- The LISTEN channel insert notifies: named after this table's oid (see insert).
@@ -346,6 +392,7 @@ SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tic
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
 FROM tickq_jobs WHERE status = 'pending'
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -364,6 +411,7 @@ SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tic
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
 FROM tickq_jobs WHERE status = 'pending'
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -373,6 +421,7 @@ SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) T
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        COALESCE(CAST(:now AS timestamptz), now())
 FROM tickq_jobs WHERE status = 'pending'
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
 
 -- name: enqueue_schedule
 -- Moves the schedule's cursor only from the value the tick read (or creates it when the

@@ -19,9 +19,53 @@ WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND queue NOT IN (SELECT queue FROM tickq_paused)
+      AND type NOT IN (SELECT type FROM tickq_limits)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
+
+-- name: claim_limited
+-- The due jobs of one limited type, as many as its limits allow now (BEGIN IMMEDIATE: no
+-- other claim runs meanwhile). Running jobs whose lease ran out don't count: their
+-- worker is gone. :epoch is :now in seconds (the starts' clock).
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND run_after <= :now AND type = :type
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND queue NOT IN (SELECT queue FROM tickq_paused)
+    ORDER BY priority DESC, run_after, id
+    LIMIT COALESCE((
+        SELECT max(0, min(:limit,
+            COALESCE(l.concurrency - (SELECT count(*) FROM tickq_jobs r
+                WHERE r.status = 'running' AND r.type = l.type AND r.lease_expires_at > :now),
+                :limit),
+            COALESCE(l.rate - (SELECT count(*) FROM tickq_starts s
+                WHERE s.type = l.type AND s.at > :epoch - l.per), :limit)))
+        FROM tickq_limits l WHERE l.type = :type), 0))
+RETURNING {claimed_columns}
+
+-- name: record_starts
+-- The starts of a rate-limited type just claimed (:ids), for its rate check.
+INSERT INTO tickq_starts (type, at)
+SELECT :type, :epoch FROM json_each(:ids)
+WHERE EXISTS (SELECT 1 FROM tickq_limits WHERE type = :type AND rate IS NOT NULL)
+
+-- name: forget_starts
+-- Starts older than the type's window count no more.
+DELETE FROM tickq_starts
+WHERE type = :type
+  AND at <= :epoch - COALESCE((SELECT per FROM tickq_limits WHERE type = :type), 0)
+
+-- name: limited_types
+SELECT type FROM tickq_limits ORDER BY type
+
+-- name: any_limits
+SELECT EXISTS (SELECT 1 FROM tickq_limits)
 
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
@@ -34,6 +78,8 @@ WHERE id IN (
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND ahead < 2
+      AND queue NOT IN (SELECT queue FROM tickq_paused)
+      AND type NOT IN (SELECT type FROM tickq_limits)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -205,9 +251,48 @@ SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
-SELECT min(run_after), :now FROM tickq_jobs
+-- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
+-- seconds: 0 when one of them may start now; when a rate window is full, when its first
+-- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+SELECT min(run_after), :now, (
+    SELECT min(CASE
+        WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > :epoch - l.per) >= l.rate
+            THEN (SELECT min(s.at) FROM tickq_starts s
+                  WHERE s.type = l.type AND s.at > :epoch - l.per) + l.per - :epoch
+        WHEN l.concurrency IS NOT NULL AND (SELECT count(*) FROM tickq_jobs r
+                 WHERE r.status = 'running' AND r.type = l.type AND r.lease_expires_at > :now)
+                 >= l.concurrency
+            THEN NULL
+        ELSE 0 END)
+    FROM tickq_limits l
+    WHERE EXISTS (SELECT 1 FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = l.type AND j.run_after <= :now
+                    AND (:queues IS NULL OR j.queue IN (SELECT value FROM json_each(:queues)))
+                    AND j.queue NOT IN (SELECT queue FROM tickq_paused))) FROM tickq_jobs
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND queue NOT IN (SELECT queue FROM tickq_paused)
+  AND type NOT IN (SELECT type FROM tickq_limits)
+
+-- name: pause
+INSERT INTO tickq_paused (queue, paused_at) VALUES (:queue, :now)
+ON CONFLICT (queue) DO NOTHING
+RETURNING queue
+
+-- name: resume
+DELETE FROM tickq_paused WHERE queue = :queue RETURNING queue
+
+-- name: declare_limit
+INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
+VALUES (:type, :concurrency, :rate, :per, :now)
+ON CONFLICT (type) DO UPDATE
+SET concurrency = excluded.concurrency, rate = excluded.rate, per = excluded.per,
+    updated_at = excluded.updated_at
+
+-- name: forget_limits
+-- Types this process registers without limits (:types, JSON) are no longer limited.
+DELETE FROM tickq_limits WHERE type IN (SELECT value FROM json_each(:types))
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
@@ -224,7 +309,7 @@ SELECT 'now', NULL, :now, NULL
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END)
-FROM tickq_jobs WHERE status = 'pending'
+FROM tickq_jobs WHERE status = 'pending' AND queue NOT IN (SELECT queue FROM tickq_paused)
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -232,7 +317,7 @@ SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 SELECT count(CASE WHEN run_after <= :now THEN 1 END),
        (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), :now
-FROM tickq_jobs WHERE status = 'pending'
+FROM tickq_jobs WHERE status = 'pending' AND queue NOT IN (SELECT queue FROM tickq_paused)
 
 -- name: advance_schedule
 -- Moves the schedule's cursor only from the value the tick read (or creates it when the
