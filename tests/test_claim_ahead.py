@@ -262,6 +262,6 @@ def test_a_database_without_schema_8_asks_for_the_migration(db_url: str) -> None
     q.enqueue("t", {})
     with pytest.raises(SchemaMissing, match=r"run q\.migrate\(\)"):
         q.store.record_and_claim(q.owner, [], 1, 60, ahead=1)
-    assert q.migrate() == [8]
+    assert q.migrate()[0] == 8  # and any later ones
     assert len(q.store.record_and_claim(q.owner, [], 1, 60, ahead=1)[1]) == 1
     q.close()
