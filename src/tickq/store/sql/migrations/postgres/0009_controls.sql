@@ -37,7 +37,7 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     t record;
-    ts timestamptz := COALESCE(at, now());
+    ts timestamptz;
     allowed integer;
     ids bigint[];
 BEGIN
@@ -45,6 +45,9 @@ BEGIN
         EXIT WHEN lim <= 0;
         CONTINUE WHEN NOT pg_try_advisory_xact_lock(
             hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
+        -- The time once the lock is held, not the transaction's start: the starts the rate
+        -- limit counts are then in the order they happened.
+        ts := COALESCE(at, clock_timestamp());
         allowed := lim;
         IF t.concurrency IS NOT NULL THEN
             allowed := LEAST(allowed, t.concurrency - (
