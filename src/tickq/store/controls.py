@@ -45,15 +45,14 @@ class ControlQueries(Plumbing):
         """Make these the limits of these job types (None: the type has none), written in
         the transaction of the next claim; types not named keep theirs."""
         unlimited = [t for t, limit in limits.items() if limit is None]
-        statements: list[Statement] = [
+        declared: list[Statement] = [
             ("declare_limit", self._limit_params(t, limit))
             for t, limit in limits.items()
             if limit is not None
         ]
-        if unlimited:
-            statements.append(("forget_limits", {"types": self._texts_param(unlimited)}))
-        self._undeclared = statements
-        if len(statements) > bool(unlimited):
+        forget = [("forget_limits", {"types": self._texts_param(unlimited)})] if unlimited else []
+        self._undeclared = declared + forget
+        if declared:
             self._limits_declared()
 
     def _limit_params(self, job_type: str, limit: Limit) -> dict[str, object]:
