@@ -129,3 +129,13 @@ def test_declaring_none_lifts_a_limit(store: SqlStore) -> None:
     store.insert([new_job(), new_job()])
     assert len(store.claim(OWNER, 10, LEASE)) == 2
     assert store.limits() == {"mail": THREE_A_SECOND}
+
+
+def test_a_limited_claim_keeps_to_the_workers_queues(store: SqlStore) -> None:
+    store.declare_limits({"send": TWO_AT_ONCE})
+    store.insert([new_job(queue="a"), new_job(queue="b"), new_job("other", queue="b")])
+    assert [(j.type, j.queue) for j in store.claim(OWNER, 10, LEASE, ["b"])] == [
+        ("send", "b"), ("other", "b")
+    ]  # fmt: skip
+    assert [j.queue for j in store.claim(OWNER, 10, LEASE, ["a"])] == ["a"]
+    assert store.claim(OWNER, 10, LEASE) == []
