@@ -139,3 +139,17 @@ def test_a_limited_claim_keeps_to_the_workers_queues(store: SqlStore) -> None:
     ]  # fmt: skip
     assert [j.queue for j in store.claim(OWNER, 10, LEASE, ["a"])] == ["a"]
     assert store.claim(OWNER, 10, LEASE) == []
+
+
+def test_a_ticks_backlog_leaves_paused_queues_out(store: SqlStore, clock: FrozenClock) -> None:
+    [first] = store.insert([new_job(queue="emails")])
+    clock.advance(seconds=5)
+    store.insert([new_job(), new_job()])
+    before = store.tick_backlog()
+    assert before[0] == 3 and before[1] == store.get(first).run_after  # type: ignore[union-attr]
+    store.pause("emails")
+    due, earliest, now = store.tick_backlog()
+    assert due == 2 and earliest == now
+    assert store.start_tick().due == 2 and store.tick_state().earliest_pending == now
+    store.pause("default")
+    assert store.tick_backlog()[:2] == (0, None)

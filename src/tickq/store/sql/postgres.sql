@@ -380,6 +380,20 @@ SELECT now()
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
+-- name: earliest_unpaused
+-- (A fragment.) When the first pending job outside paused queues comes due. With no queue
+-- paused (the usual case) the claim index answers alone, as it did before pauses existed.
+CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
+     THEN (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+           AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
+     ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
+
+-- name: due_paused
+-- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
+-- no queue is paused.
+(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
+ WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= COALESCE(CAST(:now AS timestamptz), now()))
+
 -- name: tick_state
 -- Everything a tick needs to know before it starts, in one round trip: the time, the
 -- backlog of pending jobs (how many are due, when the earliest comes due) and each
@@ -388,11 +402,10 @@ SELECT now()
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
-SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused}
 FROM tickq_jobs WHERE status = 'pending'
-  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -407,21 +420,19 @@ WITH recorded AS (
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
-SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused}
 FROM tickq_jobs WHERE status = 'pending'
-  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END),
-       (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused},
+       (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        COALESCE(CAST(:now AS timestamptz), now())
 FROM tickq_jobs WHERE status = 'pending'
-  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
 
 -- name: enqueue_schedule
 -- Moves the schedule's cursor only from the value the tick read (or creates it when the

@@ -19,8 +19,8 @@ WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (SELECT queue FROM tickq_paused)
-      AND type NOT IN (SELECT type FROM tickq_limits)
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -37,7 +37,7 @@ WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now AND type = :type
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (SELECT queue FROM tickq_paused)
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
     ORDER BY priority DESC, run_after, id
     LIMIT COALESCE((
         SELECT max(0, min(:limit,
@@ -78,8 +78,8 @@ WHERE id IN (
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND ahead < 2
-      AND queue NOT IN (SELECT queue FROM tickq_paused)
-      AND type NOT IN (SELECT type FROM tickq_limits)
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -269,11 +269,11 @@ SELECT min(run_after), :now, (
     WHERE EXISTS (SELECT 1 FROM tickq_jobs j
                   WHERE j.status = 'pending' AND j.type = l.type AND j.run_after <= :now
                     AND (:queues IS NULL OR j.queue IN (SELECT value FROM json_each(:queues)))
-                    AND j.queue NOT IN (SELECT queue FROM tickq_paused))) FROM tickq_jobs
+                    AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue))) FROM tickq_jobs
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-  AND queue NOT IN (SELECT queue FROM tickq_paused)
-  AND type NOT IN (SELECT type FROM tickq_limits)
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
 
 -- name: pause
 INSERT INTO tickq_paused (queue, paused_at) VALUES (:queue, :now)
@@ -301,23 +301,37 @@ INSERT INTO tickq_ticks (id, last_tick_at, ticks) VALUES (1, :now, 1)
 ON CONFLICT (id) DO UPDATE
 SET last_tick_at = MAX(last_tick_at, excluded.last_tick_at), ticks = ticks + 1
 
+-- name: earliest_unpaused
+-- (A fragment.) When the first pending job outside paused queues comes due. With no queue
+-- paused (the usual case) the claim index answers alone, as it did before pauses existed.
+CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
+     THEN (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+           AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
+     ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
+
+-- name: due_paused
+-- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
+-- no queue is paused.
+(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
+ WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= :now)
+
 -- name: tick_state
 -- Everything a tick needs to know before it starts: the time, the backlog of pending jobs
 -- (how many are due, when the earliest comes due) and each schedule's cursor. A running job counts as coming due
 -- when its lease runs out (if its worker died, it is rescued then).
 SELECT 'now', NULL, :now, NULL
 UNION ALL
-SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
-       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END)
-FROM tickq_jobs WHERE status = 'pending' AND queue NOT IN (SELECT queue FROM tickq_paused)
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END) - {@due_paused}
+FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= :now THEN 1 END),
-       (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT count(CASE WHEN run_after <= :now THEN 1 END) - {@due_paused},
+       (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), :now
-FROM tickq_jobs WHERE status = 'pending' AND queue NOT IN (SELECT queue FROM tickq_paused)
+FROM tickq_jobs WHERE status = 'pending'
 
 -- name: advance_schedule
 -- Moves the schedule's cursor only from the value the tick read (or creates it when the
