@@ -99,7 +99,7 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries):
     def _claim_many(self, statements: list[Statement]) -> list[Rows]:
         """Run statements that claim, after the limits this process declared and has not
         written yet (``declare_limits``); returns the rows of ``statements``."""
-        declarations = self._declarations()
+        declarations = self._undeclared
         if not declarations:
             return self._query_many(statements)
         results = self._query_many(declarations + statements)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 class ControlQueries(Plumbing):
     """Pause and resume queues; declare and read the limits of job types."""
 
-    _undeclared: list[Statement]
+    _undeclared: list[Statement] = []
+    """Statements declaring limits, written with the next claim (a class-level empty list
+    until ``declare_limits`` gives the store its own)."""
 
     def pause(self, queue: str) -> bool:
         """Claim no more jobs of ``queue`` (running ones finish); False if already paused."""
@@ -65,9 +67,6 @@ class ControlQueries(Plumbing):
     def _limits_declared(self) -> None:
         """This process declared limits: its claims look for limited jobs from now on."""
 
-    def _declarations(self) -> list[Statement]:
-        """The statements declaring limits still to be written (with the next claim)."""
-        return getattr(self, "_undeclared", [])
-
     def _declared(self) -> None:
+        """The declarations went in with a claim that committed."""
         self._undeclared = []

@@ -201,11 +201,13 @@ class SQLiteStore(SqlStore):
         from the database at most every ``LIMITS_LOOK`` seconds. A stale answer is safe:
         the plain claim never takes a limited type's job, and ``claim_limited`` reads the
         limits themselves in its transaction."""
+        now = monotonic()
+        if now < self._limits_looked + LIMITS_LOOK:
+            return self._limits_seen and any(name == "claim" for name, _ in statements)
         if not any(name == "claim" for name, _ in statements):
             return False
-        if monotonic() >= self._limits_looked + LIMITS_LOOK:
-            self._limits_seen = bool(self._execute(conn, self._sql["any_limits"])[0][0])
-            self._limits_looked = monotonic()
+        self._limits_seen = bool(self._execute(conn, self._sql["any_limits"])[0][0])
+        self._limits_looked = now
         return self._limits_seen
 
     def _limits_declared(self) -> None:
