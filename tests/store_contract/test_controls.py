@@ -153,3 +153,12 @@ def test_a_ticks_backlog_leaves_paused_queues_out(store: SqlStore, clock: Frozen
     assert store.start_tick().due == 2 and store.tick_state().earliest_pending == now
     store.pause("default")
     assert store.tick_backlog()[:2] == (0, None)
+
+
+def test_a_claim_never_takes_more_than_its_limit_across_limited_and_other_jobs(
+    store: SqlStore,
+) -> None:
+    store.declare_limits({"send": TWO_AT_ONCE, "mail": THREE_A_SECOND})
+    store.insert([new_job(), new_job("mail"), new_job("other"), new_job("other")])
+    taken = [len(store.claim(OWNER, 1, LEASE)) for _ in range(5)]
+    assert taken == [1, 1, 1, 1, 0]
