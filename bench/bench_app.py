@@ -43,11 +43,21 @@ def _log_fd() -> int:
     return int(_sink["fd"])  # type: ignore[call-overload]
 
 
+LIMITS: dict[str, dict[str, object]] = {
+    "none": {},
+    "concurrency": {"concurrency": 1000},
+    "rate": {"rate_limit": "1000000/s"},
+}
+"""``TICKQ_BENCH_LIMIT``: the limit ``noop`` declares; each is far above what a run reaches,
+so the figures show what checking a limit costs, not a limit holding jobs back."""
+
+
 def make_queue(url: str) -> Queue:
-    """A Queue on ``url`` with the benchmark's ``noop`` job registered (tickq defaults)."""
+    """A Queue on ``url`` with the benchmark's ``noop`` job registered (tickq defaults, and
+    the limit ``TICKQ_BENCH_LIMIT`` names, if any)."""
     q = Queue(url)
 
-    @q.job()
+    @q.job(**LIMITS[os.environ.get("TICKQ_BENCH_LIMIT") or "none"])  # type: ignore[call-overload]
     def noop(n: int) -> None:
         os.write(_log_fd(), b"%d %.6f\n" % (n, time.time()))
 

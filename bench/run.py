@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))  # measure this checkout's tickq, not an i
 import bench_app  # noqa: E402
 import procs  # noqa: E402
 from alerting import alert_figures, idle_figures  # noqa: E402
+from controls import LimitedDrainer, controls_figures  # noqa: E402
 from databases import DEFAULT_POSTGRES_URL, Database, PostgresDatabase, SQLiteDatabase  # noqa: E402
 from enqueue import enqueue_figures  # noqa: E402
 from figures import Figure  # noqa: E402
@@ -38,7 +39,7 @@ from wakeup import has_tick, wakeup_figures  # noqa: E402
 
 import tickq  # noqa: E402
 
-SECTIONS = ("enqueue", "processing", "latency", "tick", "idle", "alerts")
+SECTIONS = ("enqueue", "processing", "latency", "tick", "idle", "alerts", "controls")
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,10 @@ def measure(
         if "alerts" in sections and have["worker"]:
             progress(db, "alerts")
             figures += alert_figures(db, args.runs)
+        if "controls" in sections and have["worker"]:
+            progress(db, "controls")
+            drainer = LimitedDrainer(db, q, sizes.jobs, worker=True)
+            figures += controls_figures(drainer, sizes.one_at_a_time, args.runs)
     finally:
         q.close()
     return figures

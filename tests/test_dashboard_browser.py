@@ -153,6 +153,33 @@ def test_log_in_see_the_failure_retry_it_and_watch_it_succeed(
     assert dialogs == []
 
 
+def test_pause_and_resume_queues_from_the_overview(q: Queue, browser: Any) -> None:
+    @q.job(concurrency=2, rate_limit="100/m")
+    def call_api() -> None: ...
+
+    q.process_jobs()  # the first claim declares the limits
+    q.pause("mail")
+    app = q.asgi_app(dashboard={"password": PASSWORD, "refresh_seconds": 0})
+    with serving(app) as base:
+        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.set_default_timeout(10_000)
+        page.goto(f"{base}/tickq/login")
+        page.get_by_label("Dashboard password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{base}/tickq/")
+        mail = page.locator('tr[data-queue="mail"]')
+        assert "paused" in mail.inner_text()
+        limits = page.locator('tr[data-type="call_api"]').inner_text()
+        assert "call_api" in limits and "2" in limits and "100/m" in limits
+        page.get_by_role("button", name="Pause queue media").click()
+        page.get_by_role("button", name="Resume queue media").wait_for()
+        assert q.paused() == {"mail", "media"}
+        page.get_by_role("button", name="Resume queue mail").click()
+        page.get_by_role("button", name="Pause queue mail").wait_for()
+        assert q.paused() == {"media"} and "paused" not in mail.inner_text()
+        page.context.close()
+
+
 def test_keyboard_and_phone(q: Queue, browser: Any, shots: Path) -> None:
     app = q.asgi_app(dashboard={"password": PASSWORD, "refresh_seconds": 0})
     with serving(app) as base:

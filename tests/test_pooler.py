@@ -377,3 +377,38 @@ def test_migrate_leaves_no_prepared_statement_behind(pg_schema_url: str) -> None
     )
     assert rows == []
     q.close()
+
+
+def test_concurrency_limit_holds_through_a_transaction_pooler(
+    pooled: Start, tmp_path: Path
+) -> None:
+    """The limit's advisory lock is transaction-scoped: workers sharing two server
+    connections through pgbouncer (transaction mode) still run at most 2 at once."""
+    from test_controls_workers import intervals, most_at_once
+
+    bouncer, schema = pooled("transaction", pool_size=2)
+    url = bouncer.url(schema) + "?pooler=transaction"
+    q = Queue(url, strict=False)
+    q.migrate()
+    env = {"TICKQ_DATABASE_URL": url, "TICKQ_TEST_RUNS": str(tmp_path)}
+    workers = [
+        WorkerProcess("--queues", f"q{i}", "--concurrency", "8", "--poll-interval", "0.1",
+                      app="apps.controls_app:q", **env)
+        for i in (1, 2, 3)
+    ]  # fmt: skip
+    try:
+        for w in workers:
+            w.wait_for_line("worker")
+        q.enqueue_many([("capped", {"seconds": 0.1}, {"queue": f"q{i % 3 + 1}"})
+                        for i in range(30)])  # fmt: skip
+        eventually(lambda: done_count(schema)["done"] == 30, 90, "30 capped jobs done")
+        for w in workers:
+            w.send(15)
+        for w in workers:
+            assert w.wait() == 0, w.output
+    finally:
+        for w in workers:
+            w.__exit__()
+    spans = intervals(tmp_path, "capped")
+    assert len(spans) == 30 and most_at_once(spans) == 2
+    assert len({n["pid"] for n in runs(tmp_path)}) == 3

@@ -57,6 +57,7 @@ def run_cycle(
     started = monotonic()
     deadline = runtime.monotonic() + time_budget if time_budget else None
     report = new_report()
+    runtime.declare_limits()
     rescue(runtime, report)
     keeper = runtime.lease_keeper
     jobs = _claim(runtime, 1, queues, report) if limit else []

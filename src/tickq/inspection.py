@@ -112,6 +112,27 @@ class Inspection:
             raise ConfigurationError(f"older_than must be >= 0, got {older_than}")
         return self.store.prune(older_than, progress=progress)
 
+    def pause(self, queue: str) -> bool:
+        """Stop claiming jobs of ``queue`` on every worker and tick, on every machine, until
+        ``resume``; enqueueing still works and running jobs finish.
+
+        Returns False when it was already paused. ``tickq pause APP QUEUE`` does the same.
+        """
+        from .job_options import check_queue
+
+        return self.store.pause(check_queue(queue))
+
+    def resume(self, queue: str) -> bool:
+        """Claim ``queue``'s jobs again (listening workers wake at once); returns False when
+        it was not paused. ``tickq resume APP QUEUE`` does the same."""
+        from .job_options import check_queue
+
+        return self.store.resume(check_queue(queue))
+
+    def paused(self) -> set[str]:
+        """The names of the paused queues."""
+        return self.store.paused()
+
     def stats(self) -> dict[str, Any]:
         """What the queue holds and has done, as a JSON-ready dict.
 

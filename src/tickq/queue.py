@@ -6,6 +6,7 @@ import os
 from datetime import timedelta
 
 from .clock import SystemClock
+from .controls import job_limit
 from .database import DATABASE_ENV as DATABASE_ENV
 from .database import DEFAULT_URL as DEFAULT_URL
 from .database import database_url
@@ -170,6 +171,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
             timeout: float | None = None,
             max_delay: timedelta | None = None,
             max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
+            concurrency: int | None = None,
+            rate_limit: str | None = None,
         ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -185,6 +188,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
         timeout: float | None = None,
         max_delay: timedelta | None = None,
         max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
+        concurrency: int | None = None,
+        rate_limit: str | None = None,
     ) -> Any:
         """Register a job function. ``backoff`` is seconds per retry, default (60, 300, 1800).
 
@@ -197,9 +202,15 @@ class Queue(Enqueueing, Inspection, WebFactories):
         later without using up an attempt; ``max_snooze`` bounds how long it may keep
         snoozing, from its first snooze (default 24 hours; None: without bound). Past it the
         job fails, and failure hooks run.
+
+        ``concurrency``: at most this many jobs of the type run at once, across every
+        worker and tick on every machine. ``rate_limit``: at most so many start per second,
+        minute or hour (``"10/s"``, ``"100/m"``, ``"1000/h"``). Jobs over a limit wait,
+        pending, without spending an attempt; the database enforces both (docs/controls.md).
         """
         max_attempts, priority = check_max_attempts(max_attempts), check_priority(priority)
         max_snooze = check_max_snooze(max_snooze)
+        limit = job_limit(concurrency, rate_limit)
         if timeout is not None and timeout <= 0:
             raise ConfigurationError(f"timeout must be positive seconds, got {timeout}")
         queue = check_queue(queue)
@@ -208,7 +219,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             self.registry.check_new(name or f.__name__)
             definition = define(f, name, max_attempts, policy, queue, priority, timeout,
-                                max_delay, max_snooze)  # fmt: skip
+                                max_delay, max_snooze, limit)  # fmt: skip
             self.registry.add(definition)
             return JobFunction(self, definition)
 

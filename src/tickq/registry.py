@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
+    from .controls import Limit
     from .retry import Backoff
 
     P = ParamSpec("P")
@@ -55,11 +56,12 @@ class JobDefinition(Frozen):
     __slots__ = ()
     _fields = ("name", "fn", "max_attempts", "backoff", "queue", "priority", "timeout",
                "max_delay", "is_async", "context_param", "accepted", "required",
-               "max_snooze")  # fmt: skip
+               "max_snooze", "limit")  # fmt: skip
     _docs = {
         "accepted": "Keyword names the function takes; None: it takes **kwargs.",
         "max_snooze": "How long the job may keep snoozing, from its first snooze (None: "
         "without bound).",
+        "limit": "Its concurrency and rate limits (``controls.Limit``), or None.",
     }
 
     if TYPE_CHECKING:
@@ -76,6 +78,7 @@ class JobDefinition(Frozen):
         accepted: frozenset[str] | None
         required: frozenset[str]
         max_snooze: timedelta | None
+        limit: Limit | None
 
     def __new__(
         cls,
@@ -92,10 +95,11 @@ class JobDefinition(Frozen):
         accepted: frozenset[str] | None = None,
         required: frozenset[str] = frozenset(),
         max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
+        limit: Limit | None = None,
     ) -> JobDefinition:
         return tuple.__new__(cls, (
             name, fn, max_attempts, backoff, queue, priority, timeout, max_delay, is_async,
-            context_param, accepted, required, max_snooze,
+            context_param, accepted, required, max_snooze, limit,
         ))  # fmt: skip
 
     @property
@@ -131,10 +135,12 @@ class JobDefinition(Frozen):
 class Registry:
     """The job definitions of one Queue, by type name."""
 
-    __slots__ = ("_definitions",)
+    __slots__ = ("_definitions", "version")
 
     def __init__(self) -> None:
         self._definitions: dict[str, JobDefinition] = {}
+        self.version = 0
+        """Counts changes: a process declares its types' limits again when it moves."""
 
     def definition(self, job_type: str) -> JobDefinition | None:
         """How to run ``job_type``, or None when this process doesn't know it."""
@@ -144,6 +150,10 @@ class Registry:
         """Every registered type name, in registration order."""
         return list(self._definitions)
 
+    def limits(self) -> dict[str, Limit | None]:
+        """Each registered type's limits (None: it declares none)."""
+        return {name: d.limit for name, d in self._definitions.items()}
+
     def check_new(self, job_type: str) -> None:
         """Raise ``ConfigurationError`` if ``job_type`` is taken."""
         if job_type in self._definitions:
@@ -152,9 +162,16 @@ class Registry:
     def add(self, definition: JobDefinition) -> None:
         self.check_new(definition.name)
         self._definitions[definition.name] = definition
+        self.version += 1
 
     def remove(self, job_type: str) -> None:
         del self._definitions[job_type]
+        self.version += 1
+
+    def limited(self, job_type: str) -> bool:
+        """True when ``job_type`` declares a concurrency or rate limit."""
+        definition = self._definitions.get(job_type)
+        return definition is not None and definition.limit is not None
 
     def __contains__(self, job_type: object) -> bool:
         return job_type in self._definitions
@@ -163,7 +180,8 @@ class Registry:
 def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: Backoff,
            queue: str, priority: int, timeout: float | None,
            max_delay: timedelta | None,
-           max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE) -> JobDefinition:  # fmt: skip
+           max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
+           limit: Limit | None = None) -> JobDefinition:  # fmt: skip
     """The definition ``@q.job`` registers for ``f`` (options already checked)."""
     from .context import JobContext
 
@@ -183,7 +201,7 @@ def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: 
         name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
         priority=priority, timeout=timeout, max_delay=max_delay, is_async=is_async(f),
         context_param=context_param, accepted=accepted, required=required,
-        max_snooze=max_snooze,
+        max_snooze=max_snooze, limit=limit,
     )  # fmt: skip
 
 

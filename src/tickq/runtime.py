@@ -46,6 +46,7 @@ class Runtime:
         self.retry_hooks: list[Hook] = []
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
+        self._declared: tuple[int, int] | None = None
 
     @property
     def clock(self) -> Clock:
@@ -72,6 +73,15 @@ class Runtime:
 
             self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
         return self._keeper[1]
+
+    def declare_limits(self) -> None:
+        """Before this process claims: the limits its job types declare (or their absence)
+        go to the database with its next claim, once per process and registry change. The
+        last process to declare a type's limits sets them; every process obeys them."""
+        mark = (os.getpid(), self.registry.version)
+        if self._declared != mark:
+            self._declared = mark
+            self.store.declare_limits(self.registry.limits())
 
     def idle(self) -> None:
         """Let the lease keeper's thread end if it holds nothing (``Queue.close``)."""

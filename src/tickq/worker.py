@@ -181,6 +181,8 @@ class Worker:
                 continue
             self._unrecorded.append(outcome)
         self.pacing.ran([o.duration for o in finished if o.kind != "stale"])
+        if any(self.runtime.registry.limited(o.job.type) for o in finished):
+            self._due.set()  # a limited type's slot is free: its next job may start
 
     def _claimed_again(self, job: Job) -> bool:
         """``job`` lost its lease while it ran and this worker has claimed it again since:
@@ -208,6 +210,7 @@ class Worker:
         # Jobs for free slots start at once; the rest wait in line, claimed ahead.
         for_slots = min(limit, max(0, self.concurrency - len(self._running)))
         began = self._take_began()
+        self.runtime.declare_limits()
         looked = self.pacing.clock()
         try:
             jobs = record_and_claim(

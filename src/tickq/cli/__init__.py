@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from ..errors import TickqError
 
-COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection", "dashboard")
+COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection", "controls",
+                   "dashboard")  # fmt: skip
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

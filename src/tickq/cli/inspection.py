@@ -276,5 +276,14 @@ def render_stats(stats: dict[str, Any]) -> str:
         f"{stats['failed_attempts_last_hour']} failed attempt(s)",
         "attempts so far: " + (", ".join(f"{k} {v}" for k, v in sorted(processed.items()))
                                or "none"),
+        "paused queues: " + (", ".join(stats.get("paused_queues", ())) or "none"),
+        "limited types: " + (", ".join(f"{t} ({_limit_text(v)})" for t, v in
+                                       sorted(stats.get("limits", {}).items())) or "none"),
     ]  # fmt: skip
     return "\n".join(lines)
+
+
+def _limit_text(limit: dict[str, Any]) -> str:
+    parts = [f"concurrency {limit['concurrency']}"] if limit.get("concurrency") else []
+    parts += [f"rate {limit['rate_limit']}"] if limit.get("rate_limit") else []
+    return ", ".join(parts)

@@ -167,6 +167,8 @@ class Dashboard:
             return self.page(request, "error.html", 403, message=CSRF_PROBLEM)
         if request.path == "/jobs/retry-failed":
             return self.retry_failed(request)
+        if request.path in ("/queues/pause", "/queues/resume"):
+            return self.control(request, request.path.rsplit("/", 1)[1])
         parts = request.path.strip("/").split("/")
         if len(parts) == 3 and parts[0] == "jobs" and parts[2] in ACTIONS:
             job_id = _job_id(parts[1])
@@ -193,6 +195,15 @@ class Dashboard:
         query = {"status": "failed", **({"type": job_type} if job_type else {}),
                  "retried": count}  # fmt: skip
         return redirect(request.url(f"/jobs?{urlencode(query)}"))
+
+    def control(self, request: Request, verb: str) -> Response:
+        """Pause or resume the queue named in the form, then show the overview."""
+        queue = request.form.get("queue") or ""
+        try:
+            getattr(self.queue, verb)(queue)
+        except (ConfigurationError, TypeError) as exc:
+            return self.page(request, "error.html", 400, message=str(exc))
+        return redirect(request.url("/"))
 
     def csrf_ok(self, request: Request) -> bool:
         return access.valid_csrf(self.key(), request.cookies.get(access.CSRF_COOKIE),

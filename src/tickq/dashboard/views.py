@@ -41,6 +41,9 @@ def overview(q: Queue, expected_interval: timedelta) -> dict[str, Any]:
         by_status[status] += n
         by_queue.setdefault(queue, {}).setdefault(status, 0)
         by_queue[queue][status] += n
+    paused = store.paused()
+    for queue in paused:
+        by_queue.setdefault(queue, {})
     done, exact = browse.done_count(store, sum(by_status.values()))
     by_status["done"] = done
     alerts = browse.list_page(store, type=ALERT_DELIVERY, limit=10)[0]
@@ -53,6 +56,7 @@ def overview(q: Queue, expected_interval: timedelta) -> dict[str, Any]:
         "tick": tick_health(q, now, expected_interval),
         "next_slot": next_slot(q, now),
         "failing": failing, "alerts": [alert_row(j) for j in alerts],
+        "paused": paused, "limits": sorted(store.limits().items()),
     }  # fmt: skip
 
 

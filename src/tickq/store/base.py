@@ -10,6 +10,7 @@ from contextlib import suppress
 
 from ..errors import InvalidTransition, JobNotFound
 from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
+from .controls import ControlQueries
 from .records import Leases, Recorded, Rescued
 from .stats import StatsQueries
 from .ticks import TickQueries
@@ -32,7 +33,7 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries):
+class SqlStore(TickQueries, StatsQueries, ControlQueries):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False
@@ -96,7 +97,17 @@ class SqlStore(TickQueries, StatsQueries):
     ) -> list[Job]:
         """Move up to ``limit`` due pending jobs to running under ``owner``'s lease."""
         params = self._claim_params(owner, limit, lease_seconds, queues)
-        return self._claimed(self._query("claim", **params), owner)
+        return self._claimed(self._claim_many([("claim", params)])[-1], owner)
+
+    def _claim_many(self, statements: list[Statement]) -> list[Rows]:
+        """Run statements that claim, after the limits this process declared and has not
+        written yet (``declare_limits``); returns the rows of ``statements``."""
+        declarations = self._undeclared
+        if not declarations:
+            return self._query_many(statements)
+        results = self._query_many(declarations + statements)
+        self._declared()
+        return results[len(declarations) :]
 
     def _claim_params(
         self, owner: str, limit: int, lease_seconds: float, queues: Sequence[str] | None
@@ -149,7 +160,10 @@ class SqlStore(TickQueries, StatsQueries):
         if ahead > 0:
             params = self._claim_params(owner, ahead, lease_seconds, queues)
             statements.append(("claim_ahead", params))
-        results = self._query_many(statements) if statements else []
+        if limit > 0 or ahead > 0:
+            results = self._claim_many(statements)
+        else:
+            results = self._query_many(statements) if statements else []
         claimed_ahead = self._claimed(results.pop(), owner) if ahead > 0 else []
         jobs = self._claimed(results.pop(), owner) if limit > 0 else []
         confirmed = [r[0] for r in results.pop(0)] if started else []
@@ -243,10 +257,13 @@ class SqlStore(TickQueries, StatsQueries):
 
     def due_in(self, queues: Sequence[str] | None = None) -> float | None:
         """Seconds until the next pending job (of ``queues``) is due; <= 0: due now."""
-        first, now = self._query("due_in", now=self._now(), queues=self._queues_param(queues))[0]
+        first, now, limited = self._query(
+            "due_in", now=self._now(), queues=self._queues_param(queues), epoch=self._epoch()
+        )[0]
         if first is None:
-            return None
-        return (self._decode_ts(first) - self._decode_ts(now)).total_seconds()  # type: ignore[operator]
+            return None if limited is None else float(limited)
+        seconds = (self._decode_ts(first) - self._decode_ts(now)).total_seconds()  # type: ignore[operator]
+        return seconds if limited is None else min(seconds, float(limited))
 
     # -- waking workers -----------------------------------------------------------------
     def subscribe(self, wake: Wake) -> None:

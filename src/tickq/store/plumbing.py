@@ -130,6 +130,10 @@ class Plumbing:
     def _now(self) -> Any:
         return None if self._db_clock() else self._ts(self.clock.now())
 
+    def _epoch(self) -> float:
+        """The clock's now in seconds since 1970 (SQLite's rate limits count starts so)."""
+        return self.clock.now().timestamp()
+
     def _in(self, seconds: float) -> Any:
         if self._db_clock():
             return None

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
     from ..clock import Clock
+    from ..controls import Limit
     from ..job import Attempt, Job, NewJob
     from .plumbing import Wake
     from .postgres import PostgresStore
@@ -85,6 +86,23 @@ class Transitions(Protocol):
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """``pruned``: delete jobs finished before now - ``older_than``, keeping totals."""
+
+
+class Controls(Protocol):
+    """Paused queues and the limits of job types, obeyed by every claim."""
+
+    def pause(self, queue: str) -> bool:
+        """No claim takes ``queue``'s jobs until ``resume``; False if already paused."""
+
+    def resume(self, queue: str) -> bool:
+        """Claims take ``queue``'s jobs again; False if it was not paused."""
+
+    def paused(self) -> set[str]: ...
+
+    def limits(self) -> dict[str, Limit]: ...
+
+    def declare_limits(self, limits: Mapping[str, Limit | None]) -> None:
+        """Set (or, for None, clear) these types' limits with the next claim."""
 
 
 class Reads(Protocol):
@@ -174,7 +192,7 @@ class Lifecycle(Protocol):
     def close(self) -> None: ...
 
 
-class Store(Transitions, Reads, Ticks, Lifecycle, Protocol):
+class Store(Transitions, Controls, Reads, Ticks, Lifecycle, Protocol):
     """A backend: ``SQLiteStore`` and ``PostgresStore`` implement it."""
 
 

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .records import Outcome, Recorded, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
+LIMITS_LOOK = 1.0
+"""Seconds between looks at whether any job type is limited (a claim of a limited type's
+jobs costs a few statements more, so a process without any skips them)."""
 WAIT_STEP = 0.1
 """A write waits for another writer's lock in steps this long, looking between them for a
 lock the calling thread holds itself (which no wait can end)."""
@@ -87,6 +90,7 @@ class SQLiteStore(SqlStore):
             raise ConfigurationError(
                 f"synchronous must be one of {', '.join(SYNCHRONOUS)}, got {self.synchronous!r}"
             )
+        self._limits_seen, self._limits_looked = False, -LIMITS_LOOK
         self._uri = self.path == ":memory:"
         if self._uri:
             self.path = f"file:tickq-{id(self)}?mode=memory&cache=shared"
@@ -181,11 +185,54 @@ class SQLiteStore(SqlStore):
         return self._execute(conn, sql, params)
 
     def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
-        if len(statements) == 1:  # one statement is a transaction of its own
+        limited = self._limits_hint(conn, statements)
+        if len(statements) == 1 and not limited:  # one statement is a transaction of its own
             name, params = statements[0]
             return [self._execute(conn, self._sql[name], params)]
         with self._transaction(conn):
-            return [conn.execute(self._sql[name], p).fetchall() for name, p in statements]
+            return [
+                self._claim_limited(conn, p) if limited and name == "claim"
+                else conn.execute(self._sql[name], p).fetchall()
+                for name, p in statements
+            ]  # fmt: skip
+
+    def _limits_hint(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> bool:
+        """Whether a claim among ``statements`` should look for jobs of limited types: read
+        from the database at most every ``LIMITS_LOOK`` seconds. A stale answer is safe:
+        the plain claim never takes a limited type's job, and ``claim_limited`` reads the
+        limits themselves in its transaction."""
+        now = monotonic()
+        if now < self._limits_looked + LIMITS_LOOK:
+            return self._limits_seen and any(name == "claim" for name, _ in statements)
+        if not any(name == "claim" for name, _ in statements):
+            return False
+        self._limits_seen = bool(self._execute(conn, self._sql["any_limits"])[0][0])
+        self._limits_looked = now
+        return self._limits_seen
+
+    def _limits_declared(self) -> None:
+        self._limits_seen, self._limits_looked = True, monotonic()
+
+    def _claim_limited(self, conn: sqlite3.Connection, params: dict[str, Any]) -> Rows:
+        """The claim, in a transaction: jobs of each limited type first, as many as its
+        limits allow now (their starts recorded for rate limits), then the others."""
+        epoch = datetime.fromisoformat(params["now"]).timestamp()
+        rows: Rows = []
+        left = params["limit"]
+        for (job_type,) in conn.execute(self._sql["limited_types"]).fetchall():
+            if left <= 0:
+                break
+            typed = {**params, "type": job_type, "limit": left, "epoch": epoch}
+            got = conn.execute(self._sql["claim_limited"], typed).fetchall()
+            if got:
+                starts = {"type": job_type, "epoch": epoch, "ids": dumps([r[0] for r in got])}
+                conn.execute(self._sql["forget_starts"], starts)
+                conn.execute(self._sql["record_starts"], starts)
+                rows.extend(got)
+                left -= len(got)
+        if left > 0:
+            rows.extend(conn.execute(self._sql["claim"], {**params, "limit": left}).fetchall())
+        return rows
 
     def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
         """Call ``wake(None)`` once watching, then whenever another connection (another

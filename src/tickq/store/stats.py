@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ..controls import Limit
 from ..job import JobState
 from .plumbing import Plumbing
 from .queries import DURATION_BUCKETS, bucket_label
@@ -45,6 +46,9 @@ class StatsQueries(Plumbing):
             "failed_last_hour": self._query("failed_since", since=since)[0][0],
             "failed_attempts_last_hour": self._query("failed_attempts_since", since=since)[0][0],
             "processed": processed, "duration_seconds": durations,
+            "paused_queues": sorted(r[0] for r in self._query("paused")),
+            "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text}
+                       for t, c, r, p in self._query("limits")},
             "now": now.isoformat(),
         }  # fmt: skip
 

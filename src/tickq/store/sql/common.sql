@@ -4,6 +4,12 @@
 -- NULL parameters; it passes lists as arrays where SQLite reads JSON (json_each); and it
 -- writes a finish and its attempt row in one statement (a CTE) where SQLite runs two.
 
+-- name: paused
+SELECT queue FROM tickq_paused ORDER BY queue
+
+-- name: limits
+SELECT type, concurrency, rate, per FROM tickq_limits ORDER BY type
+
 -- name: find_unique
 SELECT id FROM tickq_jobs
 WHERE unique_key = :unique_key

@@ -345,9 +345,55 @@ WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), no
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
-SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()) FROM tickq_jobs
+-- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
+-- seconds: 0 when one of them may start now; when a rate window is full, when its first
+-- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()), (
+    SELECT min(CASE
+        WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per)) >= l.rate
+            THEN CAST(EXTRACT(EPOCH FROM (SELECT min(s.at) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per))
+                 + make_interval(secs => l.per) - n.ts) AS float8)
+        WHEN l.concurrency IS NOT NULL AND (SELECT count(*) FROM tickq_jobs r
+                 WHERE r.status = 'running' AND r.type = l.type AND r.lease_expires_at > n.ts)
+                 >= l.concurrency
+            THEN NULL
+        ELSE 0 END)
+    FROM tickq_limits l, (SELECT COALESCE(CAST(:now AS timestamptz), now()) AS ts) AS n
+    WHERE EXISTS (SELECT 1 FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = l.type AND j.run_after <= n.ts
+                    AND (CAST(:queues AS text[]) IS NULL OR j.queue = ANY(CAST(:queues AS text[])))
+                    AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue))) FROM tickq_jobs
 WHERE status = 'pending'
   AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+
+-- name: pause
+INSERT INTO tickq_paused (queue, paused_at)
+VALUES (:queue, COALESCE(CAST(:now AS timestamptz), now()))
+ON CONFLICT (queue) DO NOTHING
+RETURNING queue
+
+-- name: resume
+-- Wakes the queue's listening workers at commit, as an enqueue would.
+WITH r AS (DELETE FROM tickq_paused WHERE queue = :queue RETURNING queue)
+SELECT r.queue FROM r, LATERAL (
+    SELECT pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), r.queue)) AS wake
+
+-- name: declare_limit
+INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
+VALUES (:type, :concurrency, :rate, :per, COALESCE(CAST(:now AS timestamptz), now()))
+ON CONFLICT (type) DO UPDATE
+SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, per = EXCLUDED.per,
+    updated_at = EXCLUDED.updated_at
+WHERE (tickq_limits.concurrency, tickq_limits.rate, tickq_limits.per)
+      IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate, EXCLUDED.per)
+
+-- name: forget_limits
+-- Types this process registers without limits are no longer limited.
+DELETE FROM tickq_limits WHERE type = ANY(CAST(:types AS text[]))
 
 -- name: channel
 -- The LISTEN channel insert notifies: named after this table's oid (see insert).
@@ -399,6 +445,20 @@ SELECT now()
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
+-- name: earliest_unpaused
+-- (A fragment.) When the first pending job outside paused queues comes due. With no queue
+-- paused (the usual case) the claim index answers alone, as it did before pauses existed.
+CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
+     THEN (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+           AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
+     ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
+
+-- name: due_paused
+-- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
+-- no queue is paused.
+(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
+ WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= COALESCE(CAST(:now AS timestamptz), now()))
+
 -- name: tick_state
 -- Everything a tick needs to know before it starts, in one round trip: the time, the
 -- backlog of pending jobs (how many are due, when the earliest comes due) and each
@@ -407,9 +467,9 @@ SELECT now()
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
-SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused}
 FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
@@ -425,16 +485,16 @@ WITH recorded AS (
 SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
        CAST(NULL AS bigint)
 UNION ALL
-SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END)
+       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused}
 FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END),
-       (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused},
+       (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        COALESCE(CAST(:now AS timestamptz), now())
 FROM tickq_jobs WHERE status = 'pending'

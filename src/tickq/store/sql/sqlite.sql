@@ -21,9 +21,53 @@ WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
+
+-- name: claim_limited
+-- The due jobs of one limited type, as many as its limits allow now (BEGIN IMMEDIATE: no
+-- other claim runs meanwhile). Running jobs whose lease ran out don't count: their
+-- worker is gone. :epoch is :now in seconds (the starts' clock).
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND run_after <= :now AND type = :type
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+    ORDER BY priority DESC, run_after, id
+    LIMIT COALESCE((
+        SELECT max(0, min(:limit,
+            COALESCE(l.concurrency - (SELECT count(*) FROM tickq_jobs r
+                WHERE r.status = 'running' AND r.type = l.type AND r.lease_expires_at > :now),
+                :limit),
+            COALESCE(l.rate - (SELECT count(*) FROM tickq_starts s
+                WHERE s.type = l.type AND s.at > :epoch - l.per), :limit)))
+        FROM tickq_limits l WHERE l.type = :type), 0))
+RETURNING {claimed_columns}
+
+-- name: record_starts
+-- The starts of a rate-limited type just claimed (:ids), for its rate check.
+INSERT INTO tickq_starts (type, at)
+SELECT :type, :epoch FROM json_each(:ids)
+WHERE EXISTS (SELECT 1 FROM tickq_limits WHERE type = :type AND rate IS NOT NULL)
+
+-- name: forget_starts
+-- Starts older than the type's window count no more.
+DELETE FROM tickq_starts
+WHERE type = :type
+  AND at <= :epoch - COALESCE((SELECT per FROM tickq_limits WHERE type = :type), 0)
+
+-- name: limited_types
+SELECT type FROM tickq_limits ORDER BY type
+
+-- name: any_limits
+SELECT EXISTS (SELECT 1 FROM tickq_limits)
 
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
@@ -36,6 +80,8 @@ WHERE id IN (
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND ahead < 2
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -260,9 +306,48 @@ SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run
 
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
-SELECT min(run_after), :now FROM tickq_jobs
+-- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
+-- seconds: 0 when one of them may start now; when a rate window is full, when its first
+-- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+SELECT min(run_after), :now, (
+    SELECT min(CASE
+        WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > :epoch - l.per) >= l.rate
+            THEN (SELECT min(s.at) FROM tickq_starts s
+                  WHERE s.type = l.type AND s.at > :epoch - l.per) + l.per - :epoch
+        WHEN l.concurrency IS NOT NULL AND (SELECT count(*) FROM tickq_jobs r
+                 WHERE r.status = 'running' AND r.type = l.type AND r.lease_expires_at > :now)
+                 >= l.concurrency
+            THEN NULL
+        ELSE 0 END)
+    FROM tickq_limits l
+    WHERE EXISTS (SELECT 1 FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = l.type AND j.run_after <= :now
+                    AND (:queues IS NULL OR j.queue IN (SELECT value FROM json_each(:queues)))
+                    AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue))) FROM tickq_jobs
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+
+-- name: pause
+INSERT INTO tickq_paused (queue, paused_at) VALUES (:queue, :now)
+ON CONFLICT (queue) DO NOTHING
+RETURNING queue
+
+-- name: resume
+DELETE FROM tickq_paused WHERE queue = :queue RETURNING queue
+
+-- name: declare_limit
+INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
+VALUES (:type, :concurrency, :rate, :per, :now)
+ON CONFLICT (type) DO UPDATE
+SET concurrency = excluded.concurrency, rate = excluded.rate, per = excluded.per,
+    updated_at = excluded.updated_at
+
+-- name: forget_limits
+-- Types this process registers without limits (:types, JSON) are no longer limited.
+DELETE FROM tickq_limits WHERE type IN (SELECT value FROM json_each(:types))
 
 -- Schedules and ticks (schema 2) -------------------------------------------------------
 
@@ -271,21 +356,35 @@ INSERT INTO tickq_ticks (id, last_tick_at, ticks) VALUES (1, :now, 1)
 ON CONFLICT (id) DO UPDATE
 SET last_tick_at = MAX(last_tick_at, excluded.last_tick_at), ticks = ticks + 1
 
+-- name: earliest_unpaused
+-- (A fragment.) When the first pending job outside paused queues comes due. With no queue
+-- paused (the usual case) the claim index answers alone, as it did before pauses existed.
+CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
+     THEN (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'
+           AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
+     ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
+
+-- name: due_paused
+-- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
+-- no queue is paused.
+(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
+ WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= :now)
+
 -- name: tick_state
 -- Everything a tick needs to know before it starts: the time, the backlog of pending jobs
 -- (how many are due, when the earliest comes due) and each schedule's cursor. A running job counts as coming due
 -- when its lease runs out (if its worker died, it is rescued then).
 SELECT 'now', NULL, :now, NULL
 UNION ALL
-SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
-       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END)
+SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END) - {@due_paused}
 FROM tickq_jobs WHERE status = 'pending'
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= :now THEN 1 END),
-       (SELECT min(t) FROM (SELECT min(run_after) AS t FROM tickq_jobs WHERE status = 'pending'
+SELECT count(CASE WHEN run_after <= :now THEN 1 END) - {@due_paused},
+       (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), :now
 FROM tickq_jobs WHERE status = 'pending'
 
