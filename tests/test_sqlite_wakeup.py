@@ -135,6 +135,8 @@ def test_two_workers_on_one_file_each_hear_enqueues(q: Queue, tmp_path: Path) ->
         for w in (first, second):
             w.send(signal.SIGTERM)
             assert w.wait() == 0, w.output
+            # Each heard the other's commits, and said it was listening once, not per commit.
+            assert w.output.count("listening for enqueues") == 1, w.output
     starts = [(n["id"], n["pid"]) for n in runs(tmp_path) if n["event"] == "start"]
     assert len(starts) == 4 and len({i for i, _ in starts}) == 4  # each job ran once
     assert {pid for _, pid in starts} == {first.pid, second.pid}

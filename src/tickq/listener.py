@@ -36,6 +36,7 @@ class Listener:
             self.listen_url = store.direct_url(self.listen_url)
         self.stopped = threading.Event()
         self._trouble = Trouble("LISTEN connection")
+        self._announced = False  # the "listening" line is logged once
 
     def start(self) -> None:
         if self.listens:
@@ -77,8 +78,9 @@ class Listener:
                 self.stopped.wait(self._trouble.happened(exc))
 
     def _listening(self, queues: set[str] | None) -> None:
-        # (Re)connected: anything enqueued meanwhile was not heard, so look.
-        if queues is None and not self._trouble.over():
+        # None: (re)connected, or on SQLite any commit by another connection: look.
+        if queues is None and not self._trouble.over() and not self._announced:
+            self._announced = True
             log.info("tickq worker listening for enqueues (%s)", self.wake_up(),
                      extra={"event": "listening"})  # fmt: skip
         self.heard(queues)
