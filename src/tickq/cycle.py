@@ -90,6 +90,7 @@ def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
     """Return jobs whose worker vanished to pending (or failed when out of attempts); jobs
     it held whose start it never confirmed come back with their attempt refunded."""
     rescued = runtime.store.rescue_expired()
+    runtime.notify_finished(j for j in rescued if j.status in ("failed", "cancelled"))
     for job in rescued:
         if job.id in rescued.refunded:
             report["refunded"] += 1
@@ -218,6 +219,7 @@ def tally(
                         else None)  # fmt: skip
     for job in recorded.failed:
         runtime.notify_failed(job)
+    runtime.notify_finished((*recorded.succeeded, *recorded.failed, *recorded.cancelled))
     for job in recorded.retried:
         runtime.notify_retried(job)
 

@@ -13,7 +13,7 @@ from .logger import log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from datetime import datetime, timedelta
     from typing import Any
 
@@ -44,6 +44,7 @@ class Runtime:
         self.webhooks: dict[str, WebhookDefinition] = {}  # by path
         self.failure_hooks: list[Hook] = []
         self.retry_hooks: list[Hook] = []
+        self.finish_hooks: list[Hook] = []  # a job ended: done, failed or cancelled
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
         self._declared: tuple[int, int] | None = None
@@ -103,6 +104,13 @@ class Runtime:
     def notify_retried(self, job: Job) -> None:
         """Run retry hooks (a failed attempt, retried later); a hook that raises is logged."""
         run_hooks(self.retry_hooks, job)
+
+    def notify_finished(self, jobs: Iterable[Job]) -> None:
+        """Run finish hooks for jobs whose end (done, failed, cancelled) was just recorded
+        (integrations such as Django's ``task_finished`` signal); cheap when there are none."""
+        if self.finish_hooks:
+            for job in jobs:
+                run_hooks(self.finish_hooks, job)
 
     def new_job(
         self,

@@ -21,6 +21,7 @@ from tickq.contrib.django.compat import (
     TaskResultDoesNotExist,
     TaskResultStatus,
     task_backends,
+    task_finished,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,6 +104,27 @@ def test_failure_hooks_alert_when_a_task_ends_failed() -> None:
     finally:
         q.runtime.failure_hooks.clear()
     assert failed == [int(result.id)]
+
+
+def test_task_finished_is_sent_once_the_end_is_recorded() -> None:
+    seen: list[tuple[str, object, int]] = []
+
+    def receiver(sender: object, task_result: object, **kwargs: object) -> None:
+        seen.append((task_result.id, task_result.status, task_result.attempts))  # type: ignore[attr-defined]
+
+    task_finished.connect(receiver)
+    try:
+        ok = send_welcome_email.enqueue("f@example.com")
+        failing = tasks.always_fails.enqueue(7)
+        burst()
+    finally:
+        task_finished.disconnect(receiver)
+    # Sent once for each task's end (not for the retried attempt), reading as it stays; other
+    # jobs the run finished (the example enqueues more) get theirs too.
+    ours = [entry for entry in seen if entry[0] in (ok.id, failing.id)]
+    assert sorted(ours) == sorted(
+        [(ok.id, TaskResultStatus.SUCCESSFUL, 1), (failing.id, TaskResultStatus.FAILED, 2)]
+    )
 
 
 def test_takes_context_receives_djangos_task_context() -> None:

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from ...errors import ConfigurationError
+from ...job import Job
 from ...job_options import check_max_attempts
 from ...queue import Queue
 from ...registry import DEFAULT_MAX_SNOOZE, JobFunction, check_max_snooze
@@ -77,11 +78,18 @@ class TickqBackend(BaseTaskBackend):
 
     def _build(self, url: str) -> Queue:
         q = Queue(url)
+        q.runtime.finish_hooks.append(self._finished)
         for task in self._tasks.values():
             self._define(q, task)
         for name, args, options in self._schedules:
             q.schedule(*args, name=name, **options)(_job_function(q, name))
         return q
+
+    def _finished(self, job: Job) -> None:
+        if job.type in self._tasks:
+            from .run import finished
+
+            finished(self, job.id)
 
     def _define(self, q: Queue, task: TickqTask) -> None:
         from .run import runner

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...context import JobContext
-from .compat import TaskContext, normalize_json, task_started
+from .compat import TaskContext, normalize_json, task_finished, task_started
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,6 +51,13 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
 
     run.__name__ = task.name
     return run
+
+
+def finished(backend: TickqBackend, job_id: int) -> None:
+    """Django's ``task_finished``, once the task's end (successful, failed or cancelled) is
+    recorded, so the ``task_result`` sent reads as it will stay."""
+    if task_finished.receivers:
+        task_finished.send(type(backend), task_result=backend.get_result(str(job_id)))
 
 
 def _signal(signal: Any, backend: TickqBackend, ctx: JobContext) -> None:
