@@ -47,6 +47,13 @@ EXPIRED_ERROR = (
 )
 """The error of an attempt whose lease ran out (``rescue_expired``)."""
 
+REFUND_ERROR = (
+    "('Refunded: attempt ' || attempts || ' was claimed by ' || lease_owner || ' which "
+    "stopped renewing its lease (crashed, killed or cut off) before confirming the job "
+    "started; the attempt is not counted and the job runs again (once)')"
+)
+"""The error of a refunded run's history row (``refund_expired``)."""
+
 _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
@@ -95,6 +102,7 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
     sql = sql.replace("{requested_error}", REQUESTED_ERROR)
     sql = sql.replace("{expired_error}", EXPIRED_ERROR)
+    sql = sql.replace("{refund_error}", REFUND_ERROR)
     if paramstyle == "pyformat":
         import re
 

@@ -223,9 +223,7 @@ WITH expired AS (
 history AS (
     INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
     SELECT t.id, -t.attempts, t.attempted_at, COALESCE(CAST(:now AS timestamptz), now()),
-           'refunded', 'Refunded: attempt ' || t.attempts || ' was claimed by ' || t.lease_owner
-       || ' which stopped renewing its lease (crashed, killed or cut off) before confirming'
-       || ' the job started; the attempt is not counted and the job runs again (once)'
+           'refunded', {refund_error}
     FROM tickq_jobs t JOIN expired ON t.id = expired.id
     ON CONFLICT DO NOTHING),
 j AS (

@@ -202,10 +202,7 @@ SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LI
 -- Runs first in a rescue's transaction: the history keeps each refund as a row of its own,
 -- numbered minus the attempt it gave back (that number is used again by the next run).
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-SELECT id, -attempts, attempted_at, :now, 'refunded',
-       'Refunded: attempt ' || attempts || ' was claimed by ' || lease_owner
-       || ' which stopped renewing its lease (crashed, killed or cut off) before confirming'
-       || ' the job started; the attempt is not counted and the job runs again (once)'
+SELECT id, -attempts, attempted_at, :now, 'refunded', {refund_error}
 FROM tickq_jobs WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
   AND cancel_requested_at IS NULL
 ON CONFLICT DO NOTHING
