@@ -97,7 +97,7 @@ class Worker:
         self._running: dict[int, Job] = {}  # id(job) -> job handed to the pool (may wait)
         self._unrecorded: list[Outcome] = []
         self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
-        self._ahead: dict[int, Job] = {}  # id(job) -> job claimed, its start not recorded
+        self._unconfirmed: dict[int, Job] = {}  # id(job) -> job claimed, its start not recorded
         self._began: deque[Job] = deque()  # of those, started (appended by the pool)
         self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
         self._listening = False
@@ -173,7 +173,7 @@ class Worker:
         if not self._unrecorded:
             self.pacing.first_unrecorded()
         for outcome in finished:
-            self._ahead.pop(id(outcome.job), None)  # its outcome says it all
+            self._unconfirmed.pop(id(outcome.job), None)  # its outcome says it all
             if self._running.pop(id(outcome.job), None) is None:
                 continue
             if id(outcome.job) in self._abandoned and self._claimed_again(outcome.job):
@@ -220,7 +220,7 @@ class Worker:
         except BaseException:
             self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost
             for job in began:  # recorded by a later round trip
-                self._ahead[id(job)] = job
+                self._unconfirmed[id(job)] = job
             self._began.extend(began)
             if limit:
                 self._due.set()
@@ -234,7 +234,7 @@ class Worker:
         self.keeper.hold(jobs)
         for job in jobs:
             self._running[id(job)] = job
-            self._ahead[id(job)] = job  # before the pool can start it
+            self._unconfirmed[id(job)] = job  # before the pool can start it
         self.pool.submit(jobs)
         self._wake_after = max(1, len(self._running) - target // 2)
         if len(jobs) == limit and limit:
@@ -268,12 +268,12 @@ class Worker:
         began = []
         while self._began:
             job = self._began.popleft()
-            if self._ahead.pop(id(job), None) is not None:
+            if self._unconfirmed.pop(id(job), None) is not None:
                 began.append(job)
         return began
 
     def _job_started(self, job: Job) -> None:
-        if id(job) in self._ahead:
+        if id(job) in self._unconfirmed:
             self._began.append(job)
             self.keeper.started(job)  # a lease renewal confirms it if no round trip does
 
@@ -290,7 +290,7 @@ class Worker:
         """Put the jobs waiting in line back to pending (they never started)."""
         for job in self.pool.withdraw():
             self._running.pop(id(job), None)
-            self._ahead.pop(id(job), None)
+            self._unconfirmed.pop(id(job), None)
             self._unreleased.append(job)
         if self._unreleased:
             release(self.runtime, self._unreleased, self.report)
