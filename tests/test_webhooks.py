@@ -380,6 +380,8 @@ def test_registration_errors_are_clear(sqlite_hooks: Hooks) -> None:
         ("/hooks/y", {"verify": "secret"}, "verify= must be a verifier"),
         ("/hooks/y?a=1", {"verify": GitHub("s")}, "plain URL path"),
         ("/hooks/y", {"verify": GitHub("s"), "max_body": 0}, "max_body must be a positive"),
+        ("/hooks/y", {"verify": GitHub("s"), "rate_limit": "fast"}, "rate_limit"),
+        ("/hooks/y", {"verify": GitHub("s"), "concurrency": 0}, "concurrency"),
     ]
     for path, options, says in cases:
         with pytest.raises(ConfigurationError, match=says.replace("?", r"\?")):
@@ -393,6 +395,22 @@ def test_registration_errors_are_clear(sqlite_hooks: Hooks) -> None:
     with pytest.raises(ConfigurationError, match="is where the tick endpoint answers"):
         q.webhook("/custom-tick", verify=GitHub("s"))(lambda event: None)
         q.asgi_app(path="/custom-tick")
+
+
+def test_a_webhook_job_takes_every_job_option(sqlite_hooks: Hooks) -> None:
+    q = sqlite_hooks.q
+    job = q.webhook("/hooks/limited", verify=GitHub("s"), name="limited_hook", concurrency=2,
+                    rate_limit="10/s", max_snooze=timedelta(hours=1), max_attempts=2)(
+        lambda event: None)  # fmt: skip
+    definition = q.definition(job.name)
+    assert definition is not None and definition.max_attempts == 2
+    assert definition.max_snooze == timedelta(hours=1)
+    assert definition.limit is not None
+    assert (definition.limit.concurrency, definition.limit.rate, definition.limit.per) == (
+        2,
+        10,
+        1.0,
+    )
 
 
 def test_a_webhook_declared_after_the_app_was_built_is_served(sqlite_hooks: Hooks) -> None:

@@ -5,6 +5,8 @@ Each adapter is imported when its method is first called, so ``import tickq`` st
 
 from __future__ import annotations
 
+from .registry import DEFAULT_MAX_SNOOZE
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +60,9 @@ class WebFactories:
         priority: int = 0,
         timeout: float | None = None,
         max_delay: timedelta | None = None,
+        max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
+        concurrency: int | None = None,
+        rate_limit: str | None = None,
     ) -> Callable[[Callable[..., Any]], JobFunction[Any, Any]]:
         """Receive a provider's webhooks at ``path`` as jobs of the decorated function.
 
@@ -81,14 +86,18 @@ class WebFactories:
 
         check_webhook(path, verify, max_body, self.runtime.webhooks)
         as_backoff(backoff)
+        options = {"name": name, "max_attempts": max_attempts, "backoff": backoff,
+                   "queue": queue, "priority": priority, "timeout": timeout,
+                   "max_delay": max_delay, "max_snooze": max_snooze,
+                   "concurrency": concurrency, "rate_limit": rate_limit}  # fmt: skip
+        facade: Any = self  # the Queue this mixin is part of
+        decorate = facade.job(**options)  # every option checked before anything registers
 
         def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
             job_name = name or fn.__name__
             probe = define(fn, job_name, 1, as_backoff(backoff), queue, 0, None, None)
             param = event_parameter(job_name, probe.accepted, probe.required)
-            facade: Any = self  # the Queue this mixin is part of
-            job = facade.job(name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
-                           priority=priority, timeout=timeout, max_delay=max_delay)(fn)  # fmt: skip
+            job = decorate(fn)
             self.runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
                                                             max_body)  # fmt: skip
             return job  # type: ignore[no-any-return]
