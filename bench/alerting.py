@@ -1,7 +1,8 @@
 """Figure 5: what an idle worker costs, and how long a failure takes to reach a webhook.
 
 - idle CPU: a ``tickq worker`` with nothing to do, measured over 10 s from the kernel's
-  per-thread CPU time (``/proc/PID/task/*/schedstat``), as % of one core;
+  CPU time of the whole process (``/proc/PID/stat``: every thread, those that have ended
+  included), as % of one core;
 - alert delay: from a job's ``finished_at`` (failed for good) to the moment a real HTTP
   receiver in this process gets the alert; for a first failure and for a storm of 50,
   in a ``tickq worker`` process and in ``q.tick()`` (which delivers before returning). The
@@ -72,15 +73,11 @@ def _idle_cpu(db: Database) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time of every thread of ``pid`` so far (nanosecond schedstat, else clock ticks)."""
-    total = 0.0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
-            stat = (task / "stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    """CPU time of ``pid`` so far, every thread's (user + system, in clock ticks). Summing
+    ``/proc/PID/task/*`` instead raced with threads ending (the lease keeper's ends once
+    it holds nothing) and left out the time of those that had ended."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- alert delay ---------------------------------------------------------------------------
