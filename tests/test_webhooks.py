@@ -301,7 +301,8 @@ def test_one_event_delivered_five_times_at_once_runs_once(kind: str, hooks: Hook
         late = post(base, provider.path, body, provider.sign(body, "evt_dup", h.now))
         assert late.status_code == 200 and late.json() == answers[0].json()
         assert h.q.process_jobs()["claimed"] == 0
-    assert len(h.runs) == 1 and h.runs[0][2]["event_id"] == "evt_dup"
+    expected_id = "sha256:" + hashlib.sha256(body).hexdigest() if kind == "github" else "evt_dup"
+    assert len(h.runs) == 1 and h.runs[0][2]["event_id"] == expected_id
     assert counts(h.q) == {"done": 1}
 
 
@@ -331,9 +332,13 @@ def test_the_job_sees_the_headers_but_no_signature_or_credentials(sqlite_hooks: 
     h.q.process_jobs()
     ((_, event, meta),) = h.runs
     assert event == {"action": "opened"}
-    assert meta["event_id"] == "d-9" and meta["path"] == "/hooks/github"
-    assert meta["headers"]["x-github-event"] == "push"
-    assert not {"authorization", "cookie", "x-hub-signature-256"} & set(meta["headers"])
+    assert meta["event_id"] == "sha256:" + hashlib.sha256(body).hexdigest()
+    assert meta["path"] == "/hooks/github"
+    assert meta["unsigned_headers"]["x-github-event"] == "push"
+    assert meta["unsigned_headers"]["x-github-delivery"] == "d-9"
+    assert meta["headers"] == {}  # GitHub's signature covers no header
+    kept = {*meta["headers"], *meta["unsigned_headers"]}
+    assert not {"authorization", "cookie", "x-hub-signature-256"} & kept
 
 
 BAD_BODIES = [

@@ -70,8 +70,7 @@ async def _read_body(receive: Any) -> bytes:
 
 
 async def _send(send: Any, response: Response, head: bool) -> None:
-    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
-    headers.append((b"content-length", str(len(response.body)).encode()))
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in with_length(response)]
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else response.body})
 
@@ -108,8 +107,14 @@ class DashboardWsgi:
             response = redirect(base + "/")
         else:
             response = self.dashboard.handle(from_environ(environ, base, sub))
-        start_response(f"{response.status} {response.reason}", response.headers)
+        start_response(f"{response.status} {response.reason}", with_length(response))
         return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else response.body]
+
+
+def with_length(response: Response) -> list[tuple[str, str]]:
+    """The headers and the body's ``Content-Length``: the same for GET and HEAD, which
+    sends no body (a body after a HEAD answer would open the next response)."""
+    return [*response.headers, ("Content-Length", str(len(response.body)))]
 
 
 def flask_blueprint(dashboard: Dashboard, name: str = "tickq_dashboard") -> Any:
@@ -156,8 +161,9 @@ def django_view(dashboard: Dashboard) -> Any:
         environ = dict(request.META)
         environ["wsgi.input"] = _BodyReader(request.body)
         response = dashboard.handle(from_environ(environ, base, sub, request))
-        out = HttpResponse(response.body, status=response.status)
-        for key, value in response.headers:
+        head = request.method == "HEAD"  # Django sends whatever body it is given
+        out = HttpResponse(b"" if head else response.body, status=response.status)
+        for key, value in with_length(response):
             if key.lower() == "set-cookie":
                 _set_cookie(out, value)
             else:

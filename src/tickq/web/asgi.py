@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from .body import BodyRefused, declared_length, receive_all
-from .endpoint import Endpoint, Request, Response, error
+from .endpoint import Endpoint, Request, Response, error, head_or_get
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,12 +33,16 @@ class AsgiApp:
             request = request_from_scope(scope)
             response = await self.respond(request, receive)
             if response.status == 404 and scope.get("app") not in (None, self):
-                response = hiding(request)
+                response = head_or_get(request, hiding(request))
             await send_response(send, response)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
 
     async def respond(self, request: Request, receive: Receive | None = None) -> Response:
+        """The answer to ``request``; to HEAD, without a body."""
+        return head_or_get(request, await self._respond(request, receive))
+
+    async def _respond(self, request: Request, receive: Receive | None) -> Response:
         route = self.endpoint.find(request.path)
         refused = self.endpoint.check(route, request)
         if refused is not None or route is None:

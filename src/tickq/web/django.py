@@ -27,7 +27,7 @@ def view(endpoint: Endpoint, route: Route) -> Any:
 
     def tickq_view(request: HttpRequest) -> HttpResponse:
         response = endpoint.handle(Request.from_environ(request.META), route, request.read)
-        out = HttpResponse(response.body, status=response.status)
+        out = HttpResponse(response.body, status=response.status)  # none for HEAD
         for name, value in response.all_headers():
             out[name] = value
         return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
@@ -103,16 +103,22 @@ class Response:
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = "application/json"
+    length: int | None = None
+    """The ``Content-Length`` when it is not the body's (the answer to HEAD)."""
 
     @property
     def reason(self) -> str:
         return HTTPStatus(self.status).phrase
 
+    @property
+    def content_length(self) -> int:
+        return len(self.body) if self.length is None else self.length
+
     def all_headers(self) -> list[tuple[str, str]]:
         return [
             ("content-type", self.content_type),
             ("cache-control", "no-store"),
-            ("content-length", str(len(self.body))),
+            ("content-length", str(self.content_length)),
             *self.headers,
         ]
 
@@ -214,14 +220,18 @@ class Endpoint:
         read: Callable[[int], bytes] | None = None,
     ) -> Response:
         """Check and run ``request`` here (blocking); for WSGI and framework views.
-        ``read(n)`` reads the body, for routes that take one."""
+        ``read(n)`` reads the body, for routes that take one. The answer to HEAD has no
+        body."""
+        return head_or_get(request, self._handle(request, route, read))
+
+    def _handle(
+        self, request: Request, route: Route | None, read: Callable[[int], bytes] | None
+    ) -> Response:
         route = route or self.find(request.path)
         refused = self.check(route, request)
         if refused is not None or route is None:  # check() answers 404 for no route
             return refused or error(404, f"no tickq endpoint at {request.path!r}")
         if route.max_body:
-            from dataclasses import replace
-
             from .body import BodyRefused, declared_length, read_all
 
             try:
@@ -312,8 +322,8 @@ class Endpoint:
                 "error": type(exc).__name__,
                 "message": message,
             }
-            return head_or_get(request, json_response(503, report, refused.headers))
-        return head_or_get(request, json_response(200 if report["ok"] else 503, report))
+            return json_response(503, report, refused.headers)
+        return json_response(200 if report["ok"] else 503, report)
 
     def metrics(self, request: Request) -> Response:
         from ..exposition import CONTENT_TYPE, render
@@ -322,14 +332,17 @@ class Endpoint:
             body = render(self.queue).encode()
         except Exception as exc:
             return failure_response("no metrics", exc)
-        return Response(200, b"" if request.method == "HEAD" else body, content_type=CONTENT_TYPE)
+        return Response(200, body, content_type=CONTENT_TYPE)
 
 
 def head_or_get(request: Request, response: Response) -> Response:
-    """A HEAD request gets the status and headers without the body."""
-    if request.method != "HEAD":
+    """A HEAD request gets the status and headers a GET would, ``Content-Length``
+    included, and no body: whatever the answer (404, 405, 401, 503...). A server that
+    passed a body on would have the client read it as the start of the next response on
+    a kept-alive connection."""
+    if request.method != "HEAD" or not response.body:
         return response
-    return Response(response.status, b"", response.headers, response.content_type)
+    return replace(response, body=b"", length=len(response.body))
 
 
 def failure_response(what: str, exc: Exception) -> Response:

@@ -34,7 +34,9 @@ def _view(endpoint: Endpoint, route: Route) -> Any:
         response = endpoint.handle(
             Request.from_environ(request.environ), route, request.stream.read
         )
-        return FlaskResponse(response.body, status=response.status, headers=response.all_headers())
+        out = FlaskResponse(response.body, status=response.status, headers=response.all_headers())
+        out.content_length = response.content_length  # the GET's, also when HEAD has no body
+        return out
 
     view.__name__ = f"tickq_{route.name}"
     return view

@@ -1,14 +1,15 @@
 """Internal: the webhook endpoints, one per ``@q.webhook``: verify, store, answer.
 
 All of it happens before any work runs: the signature is checked over the raw body, the
-event is stored as a job whose unique key is the provider's event id (kept for as long as
-the job is, so a redelivery finds it and is acknowledged without a second run), and only
-then does the endpoint answer 200. A database that is down answers 503 with
+event is stored as a job whose unique key is the event id the signature covers (kept for
+as long as the job is, so a redelivery finds it and is acknowledged without a second run),
+and only then does the endpoint answer 200. A database that is down answers 503 with
 ``Retry-After`` so the provider delivers again; nothing else answers 5xx.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ..logger import library_logger
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
     from ..runtime import Runtime
     from ..webhooks.definition import WebhookDefinition
+    from ..webhooks.verifiers import Verifier
 
 log = library_logger("tickq")
 HIDDEN_HEADERS = ("authorization", "proxy-authorization", "cookie")
@@ -68,7 +70,7 @@ class Receiver:
     def __call__(self, request: Request) -> Response:
         headers = dict(reversed(request.headers))  # the first value of a repeated header wins
         try:
-            job = self.new_job(headers, request.body)
+            job, sent = self.new_job(headers, request.body)
         except WebhookRejected as refused:
             log.warning("tickq webhook %s refused (%s): %s", request.path, refused.status,
                         refused.message)  # fmt: skip
@@ -79,28 +81,59 @@ class Receiver:
             log.error("tickq webhook %s: the event was not stored: %s", request.path,
                       type(exc).__name__, exc_info=exc)  # fmt: skip
             return error(503, NOT_STORED, [("retry-after", str(RETRY_AFTER_SECONDS))])
+        self.compare_with_stored(job_id, sent)
         return json_response(200, {"received": True, "job_id": job_id})
 
-    def new_job(self, headers: dict[str, str], body: bytes) -> Any:
-        """The job to store for this request, or ``WebhookRejected`` (401/400)."""
+    def compare_with_stored(self, job_id: int, sent: Mapping[str, Any]) -> None:
+        """Log at WARNING when the job stored under this event id holds another body: a
+        sender reusing an id, or one whose signing secret is known to someone else."""
+        try:
+            stored = self.runtime.store.get(job_id)
+        except Exception as exc:  # the event is stored: the answer stays 200
+            log.warning("tickq webhook %s: job %s stored, but reading it back to compare "
+                        "bodies failed: %s", sent["path"], job_id, type(exc).__name__)  # fmt: skip
+            return
+        first = (stored.meta.get("webhook") or {}).get("body_sha256") if stored else None
+        if first is not None and first != sent["body_sha256"]:
+            log.warning(
+                "tickq webhook %s: event %r was delivered again with a different body "
+                "(this delivery's sha256 %s; job %s was stored with sha256 %s): the stored "
+                "job is kept and this delivery is not run",
+                sent["path"], sent["event_id"], sent["body_sha256"], job_id, first,
+            )  # fmt: skip
+
+    def new_job(self, headers: dict[str, str], body: bytes) -> tuple[Any, dict[str, Any]]:
+        """The job to store for this request and its ``webhook`` meta, or
+        ``WebhookRejected`` (401/400)."""
         definition, verifier = self.definition, self.definition.verifier
         verifier.check(headers, body, self.runtime.clock.now().timestamp())
         event = parse_event(body)
         event_id = verifier.event_id(headers, event, body)
-        meta = {
-            "webhook": {
-                "path": definition.path,
-                "event_id": event_id,
-                "headers": kept_headers(headers, verifier.signature_headers),
-            }
-        }
+        meta = {"webhook": webhook_meta(definition.path, verifier, event_id, headers, body)}
         try:
-            return self.runtime.new_job(
+            job = self.runtime.new_job(
                 definition.job, {definition.param: event}, meta=meta,
                 unique_key=definition.unique_key(event_id), unique_scope="all",
             )  # fmt: skip
         except (TypeError, ValueError) as exc:
             raise WebhookRejected(400, f"the event can't be stored as a job: {exc}") from None
+        return job, meta["webhook"]
+
+
+def webhook_meta(
+    path: str, verifier: Verifier, event_id: str, headers: Mapping[str, str], body: bytes
+) -> dict[str, Any]:
+    """What the job reads in ``ctx.meta["webhook"]``: the headers the signature covers
+    apart from the ones it does not (a sender, or anyone replaying, chooses those)."""
+    kept = kept_headers(headers, verifier.signature_headers)
+    signed = {name: value for name, value in kept.items() if name in verifier.signed_headers}
+    return {
+        "path": path,
+        "event_id": event_id,
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "headers": signed,
+        "unsigned_headers": {name: value for name, value in kept.items() if name not in signed},
+    }
 
 
 def kept_headers(headers: Mapping[str, str], signatures: tuple[str, ...]) -> dict[str, str]:

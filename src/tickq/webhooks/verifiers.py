@@ -45,10 +45,16 @@ class Verifier:
     """Checks that a request comes from the provider, and names the event it carries.
 
     Subclasses set ``signature_headers`` (lower case; kept out of the job's meta) and
-    implement ``check`` and ``event_id``.
+    ``signed_headers`` (lower case: the headers the signature covers, which the job sees
+    in ``ctx.meta["webhook"]["headers"]``; every other header is in
+    ``ctx.meta["webhook"]["unsigned_headers"]``), and implement ``check`` and
+    ``event_id``. The event id is the job's unique key: it must come from what the
+    signature covers (``self.body_event_id(body)`` when the provider signs no id), or a
+    captured request sent again under a new id would run again.
     """
 
     signature_headers: tuple[str, ...] = ()
+    signed_headers: tuple[str, ...] = ()
 
     def __init__(self, secret: Secrets) -> None:
         self._secrets = secrets_of(type(self).__name__, secret)
@@ -58,8 +64,15 @@ class Verifier:
         raise NotImplementedError
 
     def event_id(self, headers: Mapping[str, str], event: dict[str, Any], body: bytes) -> str:
-        """The provider's id of this event, the same on every redelivery."""
+        """The id of this event, the same on every redelivery, covered by the signature."""
         raise NotImplementedError
+
+    @staticmethod
+    def body_event_id(body: bytes) -> str:
+        """The event id of a provider that signs the body but no id: ``sha256:`` + the raw
+        body's SHA-256, so a byte-identical body is the same event, whatever its headers
+        say."""
+        return "sha256:" + hashlib.sha256(body).hexdigest()
 
     def __repr__(self) -> str:
         count = len(self._secrets)
@@ -142,10 +155,12 @@ class StandardWebhooks(Verifier):
     ``webhook-timestamp`` and ``webhook-signature`` (``v1,<base64>``, space-separated).
 
     ``secret`` is ``whsec_`` followed by base64, as the provider shows it. Requests whose
-    timestamp is more than ``tolerance`` off are refused; the event id is ``webhook-id``.
+    timestamp is more than ``tolerance`` off are refused; the event id is ``webhook-id``
+    (signed, with the timestamp).
     """
 
     signature_headers = ("webhook-signature",)
+    signed_headers = ("webhook-id", "webhook-timestamp")
 
     def __init__(self, secret: Secrets, *, tolerance: timedelta = DEFAULT_TOLERANCE) -> None:
         super().__init__(secret)
@@ -198,7 +213,7 @@ class Stripe(Verifier):
 
     The signed payload is ``<t>.<raw body>``, HMAC-SHA256 with the endpoint's signing
     secret (``whsec_...``, used as is). Requests whose ``t`` is more than ``tolerance`` off
-    are refused; the event id is the body's ``id`` (``evt_...``).
+    are refused; the event id is the body's ``id`` (``evt_...``, signed with the body).
     """
 
     signature_headers = ("stripe-signature",)
@@ -237,10 +252,10 @@ def hex_hmac(key: bytes, data: bytes, algorithm: str) -> bytes:
 class GitHub(Verifier):
     """GitHub's ``X-Hub-Signature-256: sha256=<hex>`` over the raw body.
 
-    GitHub signs no timestamp, so there is no freshness check: a captured request can be
-    sent again, and is then acknowledged but not run twice (its ``X-GitHub-Delivery`` id
-    is the event id). The event's type is the ``X-GitHub-Event`` header, in the job's
-    ``ctx.meta["webhook"]["headers"]``.
+    GitHub signs neither a timestamp nor its ``X-GitHub-Delivery`` id, so the event id is
+    the body's digest (``sha256:<hex>``): a captured request sent again, with any delivery
+    id, is acknowledged and not run. The event's type is the unsigned ``X-GitHub-Event``
+    header, in the job's ``ctx.meta["webhook"]["unsigned_headers"]`` with the delivery id.
     """
 
     signature_headers = ("x-hub-signature-256", "x-hub-signature")
@@ -255,16 +270,18 @@ class GitHub(Verifier):
             raise unauthorized("X-Hub-Signature-256 does not match the body")
 
     def event_id(self, headers: Mapping[str, str], event: dict[str, Any], body: bytes) -> str:
-        return checked_id(headers.get("x-github-delivery"), "the X-GitHub-Delivery header")
+        return self.body_event_id(body)
 
 
 class HMAC(Verifier):
     """A provider's own HMAC scheme: ``header`` carries ``prefix`` + the HMAC of the raw
     body (``algorithm``: sha1, sha256, sha384 or sha512), as ``encoding`` "hex" or "base64".
 
-    The event id is the ``id_header`` header, else the body's top-level ``id_field``, else
-    (neither given) ``sha256:`` + the body's SHA-256: a byte-identical body is then the
-    same event. No timestamp is checked.
+    The event id is the body's top-level ``id_field`` (signed with the body), else
+    ``sha256:`` + the body's SHA-256: a byte-identical body is then the same event. The
+    signature does not cover the ``id_header`` header: it must be present, and the job
+    sees it in ``ctx.meta["webhook"]["unsigned_headers"]``, but it is not the event id (a
+    captured request sent again under a new id would run again). No timestamp is checked.
     """
 
     def __init__(
@@ -313,10 +330,10 @@ class HMAC(Verifier):
 
     def event_id(self, headers: Mapping[str, str], event: dict[str, Any], body: bytes) -> str:
         if self.id_header is not None:
-            return checked_id(headers.get(self.id_header), f"the {self.id_header} header")
+            checked_id(headers.get(self.id_header), f"the {self.id_header} header")
         if self.id_field is not None:
             return checked_id(event.get(self.id_field), f"the event's {self.id_field!r}")
-        return "sha256:" + hashlib.sha256(body).hexdigest()
+        return self.body_event_id(body)
 
 
 def parse_event(body: bytes) -> dict[str, Any]:
