@@ -261,3 +261,75 @@ def test_the_example_under_a_threaded_or_async_server(
         assert http("GET", f"{base}/jobs/{reminder}")[1]["status"] == "SUCCESSFUL"
         status, health = http("GET", f"{base}/api/cron/health")
         assert status == 200 and health["ok"] is True
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("django", ["5.2+backport", "6.1"])
+def test_djangos_own_test_runner_drops_its_test_database(django: str, database_url: str) -> None:
+    """``manage.py test`` with the tickq backend: tickq's connections to the test database
+    are let go, so Django can drop it ("N other sessions are using the database")."""
+    python = python_for(django)
+    environ = {**os.environ, "BOOKINGS_DATABASE_URL": database_url,
+               "PYTHONPATH": str(ROOT / "src")}  # fmt: skip
+    environ.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run([python, "manage.py", "test", "dj_tests.runner_suite", "--noinput"],
+                          cwd=EXAMPLE, env=environ, capture_output=True, text=True,
+                          timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Ran 4 tests" in done.stderr and "OK" in done.stderr, done.stderr
+    assert "Destroying test database" in done.stderr
+    if database_url.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            name = f"test_{database_url.rsplit('/', 1)[1]}"
+            left = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+            assert left.fetchall() == []
+    else:
+        assert not Path(database_url.removeprefix("sqlite:///") + "-test").exists()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("command", ["tickq_worker --burst", "tickq_tick"])
+@pytest.mark.parametrize("django", ["5.2+backport", "6.1"])
+def test_a_task_that_exits_fails_and_the_command_carries_on(
+    django: str, command: str, database_url: str
+) -> None:
+    python = python_for(django)
+    run(python, "manage.py", "migrate", "--noinput", url=database_url)
+    enqueue = (
+        "from dj_tests import tasks; from bookings.tasks import send_welcome_email as w; "
+        "print(tasks.exits.enqueue(3).id, tasks.interrupts.enqueue().id, w.enqueue('e@x.io').id)"
+    )
+    ids = run(python, "manage.py", "shell", "-c", enqueue, url=database_url,
+              BOOKINGS_TEST_TASKS="1").split()[-3:]  # fmt: skip
+    out = run(python, "manage.py", *command.split(), url=database_url, BOOKINGS_TEST_TASKS="1")
+    if command == "tickq_tick":
+        jobs = json.loads(out)["jobs"]
+        assert (jobs["failed"], jobs["succeeded"]) == (2, 2), out  # the reminder slot too
+    else:
+        assert "failed=2" in out and "succeeded=2" in out, out
+    check = (
+        "from tickq.contrib.django import backend_for; b = backend_for(); "
+        f"print([[e.exception_class_path for e in b.get_result(i).errors] for i in {ids}], "
+        f"b.get_result('{ids[2]}').status)"
+    )
+    shown = run(python, "manage.py", "shell", "-c", check, url=database_url,
+                BOOKINGS_TEST_TASKS="1").strip().splitlines()[-1]  # fmt: skip
+    assert shown == "[['builtins.SystemExit'], ['builtins.KeyboardInterrupt'], []] SUCCESSFUL"
+
+
+def test_an_unknown_backend_is_a_command_error(database_url: str) -> None:
+    python = python_for("5.2+backport")
+    environ = {**os.environ, "BOOKINGS_DATABASE_URL": database_url,
+               "PYTHONPATH": str(ROOT / "src")}  # fmt: skip
+    environ.pop("DJANGO_SETTINGS_MODULE", None)
+    for command in (["tickq_worker", "--burst"], ["tickq_tick"]):
+        done = subprocess.run([python, "manage.py", *command, "--backend", "unknown"],
+                              cwd=EXAMPLE, env=environ, capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines() == [
+            "CommandError: --backend unknown: there is no TASKS['unknown'] in settings "
+            "(configured: 'default'); name one of those, or add it to TASKS"
+        ], done.stderr
