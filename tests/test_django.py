@@ -1,7 +1,8 @@
 """The Django integration, run as the Django project's own pytest-django suite in real
 subprocesses: Django 5.2 with the django-tasks backport (this venv, Python 3.11) and Django
 6.1 (``.venv-dj6``, Python 3.12, built by ``.ci/django``), each on SQLite and on Postgres.
-Also ``manage.py migrate`` from an empty database and the management commands as processes."""
+Also ``manage.py migrate`` from an empty database, the management commands, Django's own
+test runner and the example served by runserver, gunicorn and uvicorn, as processes."""
 
 from __future__ import annotations
 

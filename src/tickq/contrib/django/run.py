@@ -68,13 +68,18 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
 
 _raised: dict[int, BaseException] = {}
 """The exception each task's last attempt in this process raised, by job id, until its end
-(or its retry) is recorded."""
+(or its retry) is recorded; at most ``_KEPT`` (an attempt whose end another process
+recorded, after a lost lease, is forgotten oldest first)."""
 _raised_lock = threading.Lock()
+_KEPT = 1000
 
 
 def _keep(job_id: int, exc: BaseException) -> None:
     with _raised_lock:
+        _raised.pop(job_id, None)
         _raised[job_id] = exc
+        while len(_raised) > _KEPT:
+            del _raised[next(iter(_raised))]
 
 
 def forget(job_id: int) -> BaseException | None:
