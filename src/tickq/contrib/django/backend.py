@@ -87,11 +87,11 @@ class TickqBackend(BaseTaskBackend):
             return found[1]
 
     def _build(self, url: str) -> Queue:
-        from .run import forget
+        from .run import retried
 
         q = Queue(url)
         q.runtime.finish_hooks.append(self._finished)
-        q.runtime.retry_hooks.append(lambda job: forget(job.id) and None)
+        q.runtime.retry_hooks.append(retried)
         for task in self._shared.tasks.values():
             self._define(q, task)
         for name, args, options in self._shared.schedules:

@@ -12,6 +12,7 @@ from .compat import TaskContext, TaskResultStatus, normalize_json, task_finished
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ...job import Job
     from .compat import BaseTaskBackend as TickqBackend
     from .compat import Task as TickqTask
 
@@ -86,6 +87,11 @@ def forget(job_id: int) -> BaseException | None:
     """The exception job ``job_id`` raised here, forgotten (its attempt is recorded)."""
     with _raised_lock:
         return _raised.pop(job_id, None)
+
+
+def retried(job: Job) -> None:
+    """A retry hook: the attempt is recorded, its exception no longer needed."""
+    forget(job.id)
 
 
 def finished(backend: TickqBackend, job_id: int) -> None:
