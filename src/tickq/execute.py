@@ -9,6 +9,7 @@ from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
+from .signals import noting_signals
 from .store import Outcome
 
 TYPE_CHECKING = False
@@ -36,12 +37,13 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
         return _unknown_type(job, known())
     token = _current.set(job)
     try:
-        result = dump_result(invoke(definition, job))
+        with noting_signals() as received:
+            result = dump_result(invoke(definition, job))
     except Exception as exc:
         return settle(job, definition, exc, started)
-    except BaseException as exc:  # an async job's CancelledError, when asked to stop
-        if not stop_requested(job):
-            raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, CancelledError
+        if received:
+            raise  # a real signal to the process (Ctrl-C, a server's sys.exit): it stops
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
@@ -58,10 +60,16 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         return _unrunnable(job, reason, started)
     token = _current.set(job)
     try:
-        coro = definition.fn(**job_kwargs(definition, job))
-        value = await _within(coro, definition.timeout, job)
-        result = dump_result(value)
+        with noting_signals() as received:
+            coro = definition.fn(**job_kwargs(definition, job))
+            value = await _within(coro, definition.timeout, job)
+            result = dump_result(value)
     except Exception as exc:
+        return settle(job, definition, exc, started)
+    except BaseException as exc:
+        cancelled = type(exc).__name__ == "CancelledError"  # asyncio's, not imported here
+        if received or (cancelled and not stop_requested(job)):
+            raise  # a real signal, or this task cancelled from outside (lease lost, shutdown)
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 
@@ -50,3 +50,39 @@ class Flag:
             if not self._flag:
                 self._cond.wait(timeout)
             return self._flag
+
+
+_NOTED = ("SIGINT", "SIGTERM", "SIGQUIT", "SIGHUP")
+
+
+@contextmanager
+def noting_signals() -> Iterator[list[int]]:
+    """Within: the signals whose Python handler ran, listed. A job running in the main
+    thread may meet the process's own ``KeyboardInterrupt`` or ``SystemExit`` (Ctrl-C, a
+    server's ``sys.exit`` from its handler): one raised while a signal was handled stops
+    the process; one the job raised by itself is that job's failure. Other threads get no
+    signals: there nothing is swapped."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    swapped: dict[int, tuple[Any, Any]] = {}
+    for name in _NOTED:
+        signum = getattr(signal, name, None)
+        handler = signal.getsignal(signum) if signum is not None else None
+        if signum is None or not callable(handler):
+            continue
+
+        def noting(sig: int, frame: Any, handler: Any = handler) -> Any:
+            received.append(sig)
+            return handler(sig, frame)
+
+        with suppress(ValueError, OSError):
+            signal.signal(signum, noting)
+            swapped[signum] = (noting, handler)
+    try:
+        yield received
+    finally:
+        for signum, (noting, handler) in swapped.items():
+            if signal.getsignal(signum) is noting:  # not replaced by the job meanwhile
+                signal.signal(signum, handler)

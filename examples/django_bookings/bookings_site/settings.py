@@ -23,6 +23,8 @@ INSTALLED_APPS = [
     "tickq.contrib.django",
     "bookings",
 ]
+if os.environ.get("BOOKINGS_TEST_TASKS"):  # the tests' tasks too (dj_tests/tasks.py)
+    INSTALLED_APPS.append("dj_tests")
 try:
     import django.tasks  # noqa: F401  (Django 6+)
 except ImportError:

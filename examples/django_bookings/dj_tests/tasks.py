@@ -1,6 +1,7 @@
 """Tasks the tests need besides the example's own."""
 
 import asyncio
+import sys
 import time
 from datetime import timedelta
 
@@ -60,3 +61,14 @@ def waits_twice(context) -> int:
     if current_job().snoozes < 2:
         raise Snooze(0)
     return context.attempt
+
+
+@task(max_attempts=1)
+def exits(code: int) -> None:
+    """A library deep inside calls sys.exit(): the attempt fails, the process carries on."""
+    sys.exit(code)
+
+
+@task(max_attempts=1)
+def interrupts() -> None:
+    raise KeyboardInterrupt

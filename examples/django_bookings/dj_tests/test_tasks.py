@@ -290,14 +290,96 @@ def test_the_cron_schedule_runs_through_the_tick_url(monkeypatch: pytest.MonkeyP
     assert again.json()["schedules_enqueued"] == []  # the same slot never runs twice
 
 
-def test_the_health_url_needs_the_bearer_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_health_url_needs_no_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on every adapter: an uptime monitor polls it without the tick's secret."""
     monkeypatch.setenv("CRON_SECRET", SECRET)
     client = Client(enforce_csrf_checks=True)
-    bearer = {"authorization": f"Bearer {SECRET}"}
-    assert client.get("/api/cron/health").status_code == 401
-    assert client.post("/api/cron/tick", headers=bearer).status_code == 200
-    answer = client.get("/api/cron/health", headers=bearer)
+    assert client.get("/api/cron/health").status_code == 503  # no tick ran yet
+    assert client.post("/api/cron/tick").status_code == 401  # the tick still needs it
+    assert client.post("/api/cron/tick", headers={"authorization": f"Bearer {SECRET}"}
+                       ).status_code == 200  # fmt: skip
+    answer = client.get("/api/cron/health")
     assert answer.status_code == 200 and answer.json()["ok"] is True
+    assert client.head("/api/cron/health").status_code == 200
+
+
+def test_the_result_enqueue_returns_is_the_one_read_back() -> None:
+    with transaction.atomic():
+        inside = send_welcome_email.enqueue("k@example.com")
+    outside = send_welcome_email.enqueue("l@example.com")
+    backend = task_backends["default"]
+    for result in (inside, outside):
+        stored = backend.get_result(result.id)
+        assert result.enqueued_at == stored.enqueued_at
+        assert result == stored
+        enqueued_at = result.enqueued_at
+        result.refresh()
+        assert result.enqueued_at == enqueued_at
+
+
+def test_a_failure_reaches_djangos_log_with_its_exception(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    result = tasks.always_fails.enqueue(5)
+    with caplog.at_level("INFO"):
+        burst()
+    ours = [r for r in caplog.records if f"id={result.id} " in r.getMessage()
+            and "FAILED" in r.getMessage()]  # fmt: skip
+    assert [r.levelname for r in ours] == ["ERROR"], [r.getMessage() for r in caplog.records]
+    assert ours[0].exc_info is not None and ours[0].exc_info[0] is tasks.PaymentDeclined
+    assert "card declined for 5" in caplog.text
+
+
+def test_a_task_raising_system_exit_or_keyboard_interrupt_just_fails() -> None:
+    exits = tasks.exits.enqueue(3)
+    interrupts = tasks.interrupts.enqueue()
+    ok = send_welcome_email.enqueue("m@example.com")
+    report = burst()  # the process (this test's) carries on
+    assert "failed=2" in report
+    assert [e.exception_class_path for e in tasks.exits.get_result(exits.id).errors] == [
+        "builtins.SystemExit"
+    ]  # fmt: skip
+    errors = tasks.interrupts.get_result(interrupts.id).errors
+    assert [e.exception_class for e in errors] == [KeyboardInterrupt]
+    assert send_welcome_email.get_result(ok.id).status == TaskResultStatus.SUCCESSFUL
+
+
+def test_an_unknown_job_type_error_names_tickqs_class() -> None:
+    from tickq import Queue
+    from tickq.errors import UnknownJobType
+
+    result = send_welcome_email.enqueue("u@example.com")
+    other = Queue(queue().url)  # a process that doesn't know the task
+    try:
+        assert other.process_jobs(queues=["emails"])["retried"] == 1
+    finally:
+        other.close()
+    errors = send_welcome_email.get_result(result.id).errors
+    assert [e.exception_class_path for e in errors] == ["tickq.errors.UnknownJobType"]
+    assert errors[0].exception_class is UnknownJobType
+
+
+def test_the_commands_refuse_an_unknown_backend_with_a_command_error() -> None:
+    from django.core.management.base import CommandError
+
+    refused = r"--backend unknown: there is no TASKS\['unknown'\].*\(configured: 'default'\)"
+    with pytest.raises(CommandError, match=refused):
+        call_command("tickq_worker", "--backend", "unknown", "--burst")
+    with pytest.raises(CommandError, match=refused):
+        call_command("tickq_tick", "--backend", "unknown")
+
+
+def test_the_checks_report_a_missing_app() -> None:
+    from django.conf import settings
+    from django.test import override_settings
+
+    backend = task_backends["default"]
+    assert backend.check() == []
+    apps = [a for a in settings.INSTALLED_APPS if a != "tickq.contrib.django"]
+    with override_settings(INSTALLED_APPS=apps):
+        found = backend.check()
+    assert [m.id for m in found] == ["tickq.E001"]
+    assert "'tickq.contrib.django' is not in INSTALLED_APPS" in found[0].msg
 
 
 def test_the_tick_command_prints_its_report() -> None:

@@ -152,6 +152,13 @@ def insert_on(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) -> list[int]:
     return ids
 
 
+def created_at_on(store: SqlStore, conn: Any, job_id: int) -> Any:
+    """When job ``job_id`` was stored (its ``created_at``), read on the caller's connection,
+    where the row may not be committed yet; None if there is no such job."""
+    rows = sync_runner(store, conn)("created_at", {"id": job_id})
+    return store._decode_ts(rows[0][0]) if rows else None
+
+
 async def insert_on_async(store: SqlStore, conn: Any, jobs: Sequence[NewJob]) -> list[int]:
     """The async twin of ``insert_on``."""
     run = async_runner(store, conn)

@@ -57,36 +57,49 @@ class TickqBackend(BaseTaskBackend):
             raise ConfigurationError(
                 f"TASKS[{alias!r}]['OPTIONS'] has unknown keys {unknown}; tickq takes DATABASE"
             )
-        self._tasks: dict[str, TickqTask] = {}
-        self._schedules: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self._queue: Queue | None = None
-        self._lock = threading.Lock()
+        # Django makes a backend per thread (and per async context): what tasks and
+        # schedules the alias has, and its Queue, are the process's, shared by all of them.
+        self._shared = _shared(alias)
 
     # -- the tickq Queue behind it ------------------------------------------------------
     @property
     def queue(self) -> Queue:
-        """The tickq ``Queue`` storing this backend's jobs in ``DATABASES[DATABASE]``; built
-        again when Django's settings for it change (a test run's test database)."""
+        """The tickq ``Queue`` storing this backend's jobs in ``DATABASES[DATABASE]``, one
+        per process for each alias; built again when Django's settings for it change (a
+        test run's test database)."""
         url = database_url(self.database)
-        with self._lock:
-            if self._queue is None or self._queue.url != url:
-                previous, self._queue = self._queue, self._build(url)
+        shared = self._shared
+        with shared.lock:
+            if shared.queue is None or shared.queue.url != url:
+                previous, shared.queue = shared.queue, self._build(url)
                 if previous is not None:
                     previous.close()
-                    _carry_webhooks(previous, self._queue)
-            return self._queue
+                    _carry_webhooks(previous, shared.queue)
+            return shared.queue
+
+    def per_queue(self, name: str, build: Callable[[Queue], Any]) -> Any:
+        """``build(queue)`` made once per Queue and kept (the tick endpoint, the dashboard)."""
+        q = self.queue
+        with self._shared.lock:
+            found = self._shared.views.get(name)
+            if found is None or found[0] is not q:
+                found = self._shared.views[name] = (q, build(q))
+            return found[1]
 
     def _build(self, url: str) -> Queue:
+        from .run import retried
+
         q = Queue(url)
         q.runtime.finish_hooks.append(self._finished)
-        for task in self._tasks.values():
+        q.runtime.retry_hooks.append(retried)
+        for task in self._shared.tasks.values():
             self._define(q, task)
-        for name, args, options in self._schedules:
+        for name, args, options in self._shared.schedules:
             q.schedule(*args, name=name, **options)(_job_function(q, name))
         return q
 
     def _finished(self, job: Job) -> None:
-        if job.type in self._tasks:
+        if job.type in self._shared.tasks:
             from .run import finished
 
             finished(self, job.id)
@@ -99,12 +112,32 @@ class TickqBackend(BaseTaskBackend):
               max_snooze=task.max_snooze)(runner(self, task))  # fmt: skip
 
     def add_schedule(self, task: TickqTask, args: tuple[Any, ...], options: dict[str, Any]) -> None:
-        self._schedules.append((task.module_path, args, options))
-        if self._queue is not None:
-            q = self._queue
-            q.schedule(*args, name=task.module_path, **options)(_job_function(q, task.module_path))
+        with self._shared.lock:
+            self._shared.schedules.append((task.module_path, args, options))
+            q = self._shared.queue
+            if q is not None:
+                q.schedule(*args, name=task.module_path, **options)(
+                    _job_function(q, task.module_path)
+                )
 
     # -- Django's backend API -----------------------------------------------------------
+    def check(self, **kwargs: Any) -> list[Any]:
+        """``manage.py check``: without ``tickq.contrib.django`` in ``INSTALLED_APPS``
+        ``migrate`` creates no tables and no app's ``tasks.py`` is imported at start-up."""
+        from django.apps import apps
+        from django.core import checks
+
+        found = list(super().check(**kwargs))
+        if not apps.is_installed("tickq.contrib.django"):
+            found.append(checks.Error(
+                f"TASKS[{self.alias!r}] uses TickqBackend, but 'tickq.contrib.django' is not "
+                "in INSTALLED_APPS: manage.py migrate creates no tickq tables and no app's "
+                "tasks.py is imported at start-up",
+                hint="add 'tickq.contrib.django' to INSTALLED_APPS, then run manage.py migrate",
+                obj=self, id="tickq.E001",
+            ))  # fmt: skip
+        return found
+
     def validate_task(self, task: Task) -> None:
         super().validate_task(task)
         if not isinstance(task, TickqTask):
@@ -113,10 +146,11 @@ class TickqBackend(BaseTaskBackend):
             _check_options(task)
         except (ConfigurationError, TypeError, ValueError) as exc:
             raise InvalidTask(f"{task.module_path}: {exc}") from None
-        if task.module_path not in self._tasks:
-            self._tasks[task.module_path] = task
-            if self._queue is not None:
-                self._define(self._queue, task)
+        with self._shared.lock:
+            if task.module_path not in self._shared.tasks:
+                self._shared.tasks[task.module_path] = task
+                if self._shared.queue is not None:
+                    self._define(self._shared.queue, task)
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         from django.db import connections
@@ -143,19 +177,62 @@ class TickqBackend(BaseTaskBackend):
 
     def task_of(self, module_path: str) -> TickqTask:
         """The task a job type names, imported if this process hasn't seen it yet."""
-        if module_path not in self._tasks:
+        task = self._shared.tasks.get(module_path)
+        if task is None:
             from django.utils.module_loading import import_string
 
             try:
-                import_string(module_path)  # defining the task registers it
+                found = import_string(module_path)  # defining the task registers it
             except ImportError as exc:
                 raise ConfigurationError(
                     f"job type {module_path!r} names a task this process can't import ({exc}); "
                     "define tasks in an app's tasks.py or import their module at start-up"
                 ) from None
-        if module_path not in self._tasks:
+            if isinstance(found, TickqTask) and found.backend == self.alias:
+                self.validate_task(found)  # imported before this alias's backend existed
+            task = self._shared.tasks.get(module_path)
+        if task is None:
             raise ConfigurationError(f"{module_path!r} is not a task of TASKS[{self.alias!r}]")
-        return self._tasks[module_path]
+        return task
+
+
+@dataclasses.dataclass(eq=False)
+class _Shared:
+    """One alias's tasks, schedules and Queue, for every backend Django makes of it."""
+
+    tasks: dict[str, TickqTask] = dataclasses.field(default_factory=dict)
+    schedules: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = dataclasses.field(
+        default_factory=list
+    )
+    queue: Queue | None = None
+    views: dict[str, tuple[Queue, Any]] = dataclasses.field(default_factory=dict)
+    lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
+
+
+_SHARED: dict[str, _Shared] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(alias: str) -> _Shared:
+    with _SHARED_LOCK:
+        return _SHARED.setdefault(alias, _Shared())
+
+
+def let_go(**signal: Any) -> None:
+    """Close this thread's tickq connections (the next call opens one again), as Django
+    closes its own: after each request (``request_finished``), and when Django connects to
+    no database (``connection_created`` with no database: it creates or drops one, as
+    its test runner does at the end) — a connection left open there would keep
+    ``DROP DATABASE`` from running ("N other sessions are using the database")."""
+    from django.db.backends.base.base import NO_DB_ALIAS
+
+    connection = signal.get("connection")
+    if connection is not None and connection.alias != NO_DB_ALIAS:
+        return
+    with _SHARED_LOCK:
+        queues = [shared.queue for shared in _SHARED.values() if shared.queue is not None]
+    for q in queues:
+        q.store.drop_connection()
 
 
 def _job_id(result_id: Any) -> int | None:
@@ -214,6 +291,12 @@ def backend_for(alias: str = "default") -> TickqBackend:
     """The ``TickqBackend`` configured as ``TASKS[alias]``."""
     from .compat import task_backends
 
+    if alias not in task_backends.settings:
+        known = ", ".join(repr(name) for name in task_backends.settings) or "none"
+        raise ConfigurationError(
+            f"there is no TASKS[{alias!r}] in settings (configured: {known}); name one of "
+            "those, or add it to TASKS"
+        )
     found = task_backends[alias]
     if not isinstance(found, TickqBackend):
         raise ConfigurationError(

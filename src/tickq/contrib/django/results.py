@@ -26,10 +26,17 @@ UNRECORDED_WORKER = "unrecorded"
 
 
 def enqueued(backend: TickqBackend, task: TickqTask, job_id: int, payload: dict[str, Any]) -> Any:
-    """The result ``enqueue`` returns: READY (the row may not be committed yet)."""
+    """The result ``enqueue`` returns: READY (the row may not be committed yet), enqueued
+    at the row's own time, read in the same transaction: ``get_result`` reads it back."""
+    from django.db import connections
+
+    from ...store.foreign import created_at_on
+
+    q = backend.queue
+    stored = created_at_on(q.store, connections[backend.database], job_id)
     result = TaskResult(
         task=task, id=str(job_id), status=TaskResultStatus.READY,
-        enqueued_at=backend.queue.clock.now(), started_at=None, finished_at=None,
+        enqueued_at=stored or q.clock.now(), started_at=None, finished_at=None,
         last_attempted_at=None, args=payload["args"], kwargs=payload["kwargs"],
         backend=backend.alias, errors=[], worker_ids=[],
     )  # fmt: skip
@@ -61,12 +68,24 @@ def task_error(attempt: Attempt) -> Any:
 
 
 def exception_path(name: str, error: str | None) -> str:
-    """``module.Class`` of the exception: the traceback's last line names it so (builtins
-    are named bare, hence ``builtins.``)."""
+    """``module.Class`` of the exception: the traceback's last line names it so. Named
+    bare, it is a builtin, or one of tickq's own errors (``UnknownJobType``, written by
+    tickq without a traceback); an error tickq records that has no class of its own
+    (``UnrunnableJob``, ``SnoozeLimitExceeded``) is a ``tickq.errors.TickqError``."""
+    import builtins
+
+    from ... import errors
+
     pattern = re.compile(rf"^((?:[\w]+\.)*){re.escape(name)}(?::|$)", re.MULTILINE)
     found = [m.group(1) for m in pattern.finditer(error or "")]
     prefix = found[-1] if found else ""
-    return f"{prefix}{name}" if prefix else f"builtins.{name}"
+    if prefix:
+        return f"{prefix}{name}"
+    if isinstance(getattr(builtins, name, None), type):
+        return f"builtins.{name}"
+    if isinstance(getattr(errors, name, None), type):
+        return f"tickq.errors.{name}"
+    return "tickq.errors.TickqError"
 
 
 def _worker(job: Job, attempt: Attempt) -> str:

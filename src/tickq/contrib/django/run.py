@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ...context import JobContext
-from .compat import TaskContext, normalize_json, task_finished, task_started
+from ...errors import Snooze
+from .compat import TaskContext, TaskResultStatus, normalize_json, task_finished, task_started
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ...job import Job
     from .compat import BaseTaskBackend as TickqBackend
     from .compat import Task as TickqTask
 
@@ -33,7 +36,13 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
         async def run_async(ctx: JobContext, args: list[Any] | None = None,
                             kwargs: dict[str, Any] | None = None) -> Any:  # fmt: skip
             positional, named = arguments(args, kwargs, ctx)
-            return normalize_json(await task.func(*positional, **named))
+            try:
+                return normalize_json(await task.func(*positional, **named))
+            except Snooze:
+                raise
+            except BaseException as exc:
+                _keep(ctx.id, exc)
+                raise
 
         run_async.__name__ = task.name
         return run_async
@@ -46,6 +55,11 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
         try:
             positional, named = arguments(args, kwargs, ctx)
             return normalize_json(task.func(*positional, **named))
+        except Snooze:
+            raise
+        except BaseException as exc:
+            _keep(ctx.id, exc)
+            raise
         finally:
             close_old_connections()
 
@@ -53,11 +67,49 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
     return run
 
 
+_raised: dict[int, BaseException] = {}
+"""The exception each task's last attempt in this process raised, by job id, until its end
+(or its retry) is recorded; at most ``_KEPT`` (an attempt whose end another process
+recorded, after a lost lease, is forgotten oldest first)."""
+_raised_lock = threading.Lock()
+_KEPT = 1000
+
+
+def _keep(job_id: int, exc: BaseException) -> None:
+    with _raised_lock:
+        _raised.pop(job_id, None)
+        _raised[job_id] = exc
+        while len(_raised) > _KEPT:
+            del _raised[next(iter(_raised))]
+
+
+def forget(job_id: int) -> BaseException | None:
+    """The exception job ``job_id`` raised here, forgotten (its attempt is recorded)."""
+    with _raised_lock:
+        return _raised.pop(job_id, None)
+
+
+def retried(job: Job) -> None:
+    """A retry hook: the attempt is recorded, its exception no longer needed."""
+    forget(job.id)
+
+
 def finished(backend: TickqBackend, job_id: int) -> None:
     """Django's ``task_finished``, once the task's end (successful, failed or cancelled) is
-    recorded, so the ``task_result`` sent reads as it will stay."""
-    if task_finished.receivers:
-        task_finished.send(type(backend), task_result=backend.get_result(str(job_id)))
+    recorded, so the ``task_result`` sent reads as it will stay. A failure's signal is sent
+    while its exception is being handled: Django's own receiver logs it with
+    ``logger.exception``, and error trackers reading ``sys.exc_info()`` see it."""
+    raised = forget(job_id)
+    if not task_finished.receivers:
+        return
+    result = backend.get_result(str(job_id))
+    if raised is None or result.status != TaskResultStatus.FAILED:
+        task_finished.send(type(backend), task_result=result)
+        return
+    try:
+        raise raised
+    except BaseException:
+        task_finished.send(type(backend), task_result=result)
 
 
 def _signal(signal: Any, backend: TickqBackend, ctx: JobContext) -> None:

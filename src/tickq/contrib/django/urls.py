@@ -1,17 +1,18 @@
 """``path("api/cron/", include("tickq.contrib.django.urls"))``: ``tick``, ``health`` and
 the dashboard under ``tickq/``.
 
-Tick and health are CSRF-exempt and need ``Authorization: Bearer $CRON_SECRET`` (the health
-check too: it tells when the last tick ran). ``settings.TICKQ_ENDPOINT`` (a dict) passes
-options to the endpoint: ``limit``, ``time_budget``, ``expected_interval``, ``allow_get``,
-``secret``... The dashboard (``pip install 'tickq[dashboard]'``) lets in active staff users
-of Django's own login only (``request.user``; without Django's authentication middleware,
-nobody); its actions carry the dashboard's own CSRF token.
+Tick and health are CSRF-exempt; the tick needs ``Authorization: Bearer $CRON_SECRET``, the
+health check nothing (point an uptime monitor at it: it tells when the last tick ran and
+reveals no job data; with the bearer it also raises the "tick is overdue" alert).
+``settings.TICKQ_ENDPOINT`` (a dict) passes options to the endpoint: ``limit``,
+``time_budget``, ``expected_interval``, ``allow_get``, ``secret``... The dashboard
+(``pip install 'tickq[dashboard]'``) lets in active staff users of Django's own login only
+(``request.user``; without Django's authentication middleware, nobody); its actions carry
+the dashboard's own CSRF token.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from django.urls import path, re_path
@@ -27,7 +28,7 @@ def _view(name: str) -> Any:
 
         endpoint = _endpoint()
         route = next(r for r in endpoint.routes if r.name == name)
-        return view(endpoint, dataclasses.replace(route, protected=True))(request)
+        return view(endpoint, route)(request)
 
     tickq_view.__name__ = f"tickq_{name}"
     return csrf_exempt(tickq_view)
@@ -39,14 +40,11 @@ def _endpoint() -> Any:
 
     from tickq.contrib.django.backend import backend_for
 
-    backend = backend_for(getattr(settings, "TICKQ_BACKEND", "default"))
-    q = backend.queue
-    cached = getattr(backend, "_endpoint", None)
-    if cached is None or cached.queue is not q:
+    def build(q: Any) -> Any:
         options = dict(getattr(settings, "TICKQ_ENDPOINT", {}))
-        cached = q.endpoint(**{"path": "/tick", "health_path": "/health", **options})
-        backend._endpoint = cached
-    return cached
+        return q.endpoint(**{"path": "/tick", "health_path": "/health", **options})
+
+    return backend_for(getattr(settings, "TICKQ_BACKEND", "default")).per_queue("endpoint", build)
 
 
 def staff_only(request: Any) -> bool:
@@ -60,16 +58,14 @@ def _dashboard_view(request: Any, rest: str = "") -> Any:
 
     from tickq.contrib.django.backend import backend_for
 
-    backend = backend_for(getattr(settings, "TICKQ_BACKEND", "default"))
-    q = backend.queue
-    cached = getattr(backend, "_dashboard", None)
-    if cached is None or cached[0] is not q:
+    def build(q: Any) -> Any:
         from tickq.dashboard import Dashboard
         from tickq.dashboard.adapters import django_view
 
-        dashboard = Dashboard(q, prefix="/tickq", auth=staff_only)
-        cached = backend._dashboard = (q, django_view(dashboard))
-    return cached[1](request, rest)
+        return django_view(Dashboard(q, prefix="/tickq", auth=staff_only))
+
+    backend = backend_for(getattr(settings, "TICKQ_BACKEND", "default"))
+    return backend.per_queue("dashboard", build)(request, rest)
 
 
 def _csrf_exempt(view: Any) -> Any:

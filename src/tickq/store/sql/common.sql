@@ -76,3 +76,7 @@ ORDER BY a.finished_at DESC LIMIT :limit
 
 -- name: migrations_applied
 SELECT version FROM tickq_migrations
+
+-- name: created_at
+-- When a job was stored, read on the caller's connection (the row may not be committed yet).
+SELECT created_at FROM tickq_jobs WHERE id = :id

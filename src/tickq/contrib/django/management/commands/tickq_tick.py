@@ -20,8 +20,8 @@ class Command(BaseCommand):
                             help="the TASKS alias (default: default)")  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from tickq.contrib.django.backend import backend_for
+        from tickq.contrib.django.management import queue_of
 
-        q = backend_for(options["backend"]).queue
+        q = queue_of(options["backend"])
         report = q.tick(limit=options["limit"], time_budget=options["time_budget"])
         self.stdout.write(json.dumps(report, default=str))

@@ -26,11 +26,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from django.core.management.base import CommandError
 
-        from tickq.contrib.django.backend import backend_for
+        from tickq.contrib.django.management import queue_of
 
         if options["concurrency"] < 1:
             raise CommandError(f"--concurrency must be >= 1, got {options['concurrency']}")
-        q = backend_for(options["backend"]).queue
+        q = queue_of(options["backend"])
         queues = _queues(options["queues"])
         if not options["burst"]:
             q.run_worker(queues=queues, concurrency=options["concurrency"], log_format="text")
