@@ -11,7 +11,7 @@ from contextlib import suppress
 from ..errors import InvalidTransition, JobNotFound
 from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
 from .controls import ControlQueries
-from .dashboard import DashboardQueries
+from .sessions import SessionQueries
 from .records import Leases, Recorded, Rescued
 from .stats import StatsQueries
 from .ticks import TickQueries
@@ -34,7 +34,7 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries, ControlQueries, DashboardQueries):
+class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .plumbing import Plumbing
 
 
-class DashboardQueries(Plumbing):
+class SessionQueries(Plumbing):
     """Keys, sessions and login attempts of the dashboard (see ``tickq.dashboard.auth``)."""
 
     def dashboard_key(self, name: str, candidate: str, now: float) -> str:
