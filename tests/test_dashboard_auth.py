@@ -184,8 +184,8 @@ def test_tickq_dashboard_refuses_a_short_password(tmp_path: Path) -> None:
     (tmp_path / "shortpw.py").write_text(
         f"from tickq import Queue\nq = Queue('sqlite:///{tmp_path}/d.db')\n"
     )
-    done = run_tickq("dashboard", "shortpw:q", "--port", "1", timeout=30,
-                     PYTHONPATH=str(tmp_path), TICKQ_DASHBOARD_PASSWORD="hunter2")  # fmt: skip
+    env = {"PYTHONPATH": f"{tmp_path}:{ROOT / 'src'}", "TICKQ_DASHBOARD_PASSWORD": "hunter2"}
+    done = run_tickq("dashboard", "shortpw:q", "--port", "1", timeout=30, **env)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "has 7 characters; it needs at least 12" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout
@@ -234,7 +234,7 @@ def test_log_out_everywhere_from_python_and_the_cli(q: Queue, base: str, tmp_pat
         login(a, base)
         (tmp_path / "outapp.py").write_text(f"from tickq import Queue\nq = Queue({q.url!r})\n")
         done = run_tickq("dashboard", "outapp:q", "--logout-everywhere", timeout=30,
-                         PYTHONPATH=str(tmp_path))  # fmt: skip
+                         PYTHONPATH=f"{tmp_path}:{ROOT / 'src'}")  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "ended 1 dashboard session: every browser must log in again" in done.stdout
         assert a.get(f"{base}/tickq/").status_code == 303
