@@ -29,8 +29,8 @@ SESSION_SECONDS = 12 * 3600
 MIN_PASSWORD = 12
 MAKE_ONE = 'python -c "import secrets; print(secrets.token_urlsafe(24))"'
 SCRYPT_COST = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
-"""About 50 ms and 16 MB a guess: what one login costs the server, and an attacker who
-stole the hash each guess."""
+"""Tens of milliseconds and 16 MB a guess: what one login costs the server, and an attacker
+who stole the hash, each guess."""
 KEY_NAME = "signing"
 
 
