@@ -348,6 +348,10 @@ def test_x_forwarded_for_is_ignored_by_tickq_dashboard(q: Queue, tmp_path: Path)
             assert login(client, url, "wrong guess number y").status_code == 401
         client.headers["X-Forwarded-For"] = "203.0.113.77"
         assert login(client, url).status_code == 429
+    trusting = ("--trusted-proxy", "127.0.0.1")
+    with standalone(tmp_path, q.url, *trusting) as url, httpx.Client() as client:
+        client.headers["X-Forwarded-For"] = "203.0.113.77"  # behind a proxy: someone new
+        assert login(client, url).status_code == 303
 
 
 def test_x_forwarded_for_counts_only_from_a_trusted_proxy(q: Queue) -> None:

@@ -11,8 +11,8 @@ from contextlib import suppress
 from ..errors import InvalidTransition, JobNotFound
 from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
 from .controls import ControlQueries
-from .sessions import SessionQueries
 from .records import Leases, Recorded, Rescued
+from .sessions import SessionQueries
 from .stats import StatsQueries
 from .ticks import TickQueries
 
