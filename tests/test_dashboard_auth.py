@@ -327,6 +327,30 @@ def test_failed_logins_count_across_processes(q: Queue, tmp_path: Path) -> None:
         assert "tickq_session" not in client.cookies
 
 
+def test_parallel_guesses_get_no_more_tries_than_sequential_ones(q: Queue) -> None:
+    limiter = LoginLimiter(per_client=3, window=60)
+    app = q.asgi_app(dashboard=Dashboard(q, password=PASSWORD, login_limiter=limiter))
+    with serving(app) as url:
+        with httpx.Client() as first:
+            token = csrf(first.get(f"{url}/tickq/login").text)
+            nonce = first.cookies["tickq_csrf"]
+        statuses: list[int] = []
+        barrier = threading.Barrier(12)
+
+        def guess(n: int) -> None:
+            with httpx.Client(cookies={"tickq_csrf": nonce}, timeout=30) as client:
+                barrier.wait()
+                form = {"password": f"parallel guess {n:02d}", "csrf_token": token}
+                statuses.append(client.post(f"{url}/tickq/login", data=form).status_code)
+
+        threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert sorted(set(statuses)) == [401, 429] and statuses.count(401) <= 3, statuses
+
+
 def test_a_flood_of_failures_never_locks_a_fresh_client_out(q: Queue) -> None:
     limiter = LoginLimiter(per_client=3, overall=5, window=60)
     app = q.asgi_app(dashboard=Dashboard(q, password=PASSWORD, login_limiter=limiter))
