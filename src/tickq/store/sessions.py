@@ -40,11 +40,13 @@ class SessionQueries(Plumbing):
     ) -> tuple[int, float, int]:
         """Record login attempt ``id_`` of ``client`` (forgetting attempts older than
         ``since``), then count the attempts since: ``client``'s own (this one included),
-        when the oldest of those was made, and everyone's; in one transaction."""
+        when the oldest of those was made, and everyone's."""
         params = {"id": id_, "client": client, "now": now, "since": since}
-        statements = [("dashboard_logins_old", params), ("dashboard_login_start", params),
-                      ("dashboard_login_counts", params)]  # fmt: skip
-        mine, oldest, everyone = self._query_many(statements)[-1][0]
+        self._query_many([("dashboard_logins_old", params), ("dashboard_login_start", params)])
+        # Counted after the attempt is committed, never in its transaction: of attempts
+        # made at once, the last to count sees all the others, so they can't all slip
+        # under the limit unseen (Postgres hides rows of transactions not yet committed).
+        mine, oldest, everyone = self._query("dashboard_login_counts", **params)[0]
         return int(mine), float(oldest if oldest is not None else now), int(everyone)
 
     def forget_login(self, id_: str) -> None:
