@@ -11,14 +11,15 @@ from typing import Any
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Yield ``http://127.0.0.1:PORT`` while uvicorn serves ``app`` there."""
+def serving(app: Any, **config: Any) -> Iterator[str]:
+    """Yield ``http://127.0.0.1:PORT`` while uvicorn serves ``app`` there (``config``:
+    more ``uvicorn.Config`` options, e.g. ``proxy_headers=False``)."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "dashboard",
         help="serve the web dashboard (needs TICKQ_DASHBOARD_PASSWORD)",
         description="Serve the web dashboard at http://HOST:PORT/tickq/. It needs "
-        "TICKQ_DASHBOARD_PASSWORD (a long random value) and refuses to start without it.",
+        "TICKQ_DASHBOARD_PASSWORD (at least 12 characters; a long random value) and refuses "
+        "to start without it.",
     )
     add_app_argument(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on "
@@ -23,6 +24,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--read-only", action="store_true",
         help="show everything, allow no action (retry, cancel, delete)",
     )  # fmt: skip
+    parser.add_argument(
+        "--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+        help="IP address of a reverse proxy in front of the dashboard whose X-Forwarded-For "
+        "names the client (repeatable; default none: X-Forwarded-For is ignored)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--logout-everywhere", action="store_true",
+        help="end every dashboard session (every browser must log in again) and exit",
+    )  # fmt: skip
     parser.set_defaults(handler=run_dashboard)
 
 
@@ -31,7 +41,10 @@ def run_dashboard(args: argparse.Namespace) -> int:
     from ..dashboard.adapters import DashboardAsgi
     from ..dashboard.render import environment
 
-    dashboard = Dashboard(load_app(args.app), read_only=args.read_only)
+    if args.logout_everywhere:
+        return logout_everywhere(args)
+    dashboard = Dashboard(load_app(args.app), read_only=args.read_only,
+                          trusted_proxies=args.trusted_proxy)  # fmt: skip
     problem = dashboard.problem()
     if problem is not None:
         raise ConfigurationError(problem.replace("is closed", "will not start"))
@@ -43,5 +56,15 @@ def run_dashboard(args: argparse.Namespace) -> int:
             "tickq dashboard needs uvicorn: pip install 'tickq[dashboard]'"
         ) from None
     print(f"tickq dashboard on http://{args.host}:{args.port}{dashboard.prefix}/", flush=True)
-    uvicorn.run(DashboardAsgi(dashboard, None), host=args.host, port=args.port, log_level="warning")
+    # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from 127.0.0.1 as
+    # the client, letting anyone behind a local proxy pick the address the login limit counts.
+    uvicorn.run(DashboardAsgi(dashboard, None), host=args.host, port=args.port,
+                log_level="warning", proxy_headers=False)  # fmt: skip
+    return 0
+
+
+def logout_everywhere(args: argparse.Namespace) -> int:
+    ended = load_app(args.app).store.close_dashboard_sessions()
+    print(f"ended {ended} dashboard session{'s' if ended != 1 else ''}: every browser must "
+          "log in again", flush=True)  # fmt: skip
     return 0

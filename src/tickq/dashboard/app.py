@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
@@ -45,12 +44,19 @@ NO_AUTH = (
 class Dashboard:
     """A web dashboard over ``queue``: jobs, failures, schedules and tick health.
 
-    Never open by default: it needs ``password`` (default ``$TICKQ_DASHBOARD_PASSWORD``),
-    which opens a login form, or ``auth``, a function given the ``Request`` (its
-    ``native`` is the framework's own request) that returns True for people allowed in.
-    With neither it answers 503 saying why. ``read_only`` hides and refuses every action.
-    ``secret_key`` (default ``$TICKQ_DASHBOARD_SECRET``, else derived from the password)
-    signs cookies and CSRF tokens; several processes behind one URL need the same one.
+    Never open by default: it needs ``password`` (default ``$TICKQ_DASHBOARD_PASSWORD``,
+    at least 12 characters), which opens a login form, or ``auth``, a function given the
+    ``Request`` (its ``native`` is the framework's own request) that returns True for
+    people allowed in. With neither it answers 503 saying why. ``read_only`` hides and
+    refuses every action.
+
+    Sessions, the signing key and failed logins live in tickq's tables (migration 12), so
+    every process serving the dashboard shares them; logging out ends the session for
+    good, ``logout_everywhere()`` ends them all. ``secret_key`` (default
+    ``$TICKQ_DASHBOARD_SECRET``) salts the install's random signing key: changing it
+    invalidates every session and form. ``trusted_proxies`` lists the addresses of
+    reverse proxies whose ``X-Forwarded-For`` names the client (default none: the peer
+    address is the client the login limit counts).
     """
 
     def __init__(
@@ -65,6 +71,7 @@ class Dashboard:
         refresh_seconds: float = 5.0,
         expected_interval: timedelta = timedelta(minutes=15),
         login_limiter: access.LoginLimiter | None = None,
+        trusted_proxies: Sequence[str] = (),
     ) -> None:
         if not prefix.startswith("/") or prefix.endswith("/"):
             raise ConfigurationError(
@@ -72,32 +79,40 @@ class Dashboard:
             )
         if refresh_seconds < 0:
             raise ConfigurationError(f"refresh_seconds must be >= 0, got {refresh_seconds}")
-        self.queue, self.prefix, self.read_only = queue, prefix, read_only
-        self.password, self.auth, self.secret_key = password, auth, secret_key
+        if password:
+            access.check_password(password, "password=")
+        elif (password := access.env_password()) is not None:
+            access.check_password(password, "TICKQ_DASHBOARD_PASSWORD")
+        self.queue, self.prefix, self.read_only, self.auth = queue, prefix, read_only, auth
         self.refresh_seconds, self.expected_interval = refresh_seconds, expected_interval
         self.limiter = login_limiter or access.LoginLimiter()
-        self._keys: dict[tuple[str | None, str | None], bytes] = {}
+        self.proxies = access.check_proxies(trusted_proxies)
+        secret = secret_key or access.env_secret()
+        self.guard = access.Access(queue.store, password or None, secret, self.now)
 
     # -- who may come in ----------------------------------------------------------------
-    def current_password(self) -> str | None:
-        return self.password or access.env_password()
+    def now(self) -> float:
+        """The dashboard's time (the queue's clock), in seconds since 1970."""
+        return self.queue.store.clock.now().timestamp()
 
     def problem(self) -> str | None:
         """Why the dashboard refuses to open, or None."""
-        return None if self.auth or self.current_password() else NO_AUTH
-
-    def key(self) -> bytes:
-        pair = (self.current_password(), self.secret_key or access.env_secret())
-        if pair not in self._keys:
-            self._keys[pair] = access.derive_key(pair[0], pair[1])
-        return self._keys[pair]
+        return None if self.auth or self.guard.has_password else NO_AUTH
 
     def allowed(self, request: Request) -> bool:
         if self.auth is not None:
             return bool(self.auth(request))
-        return access.valid_session(
-            self.key(), request.cookies.get(access.SESSION_COOKIE), time.time()
-        )
+        return self.guard.session_ok(request.cookies.get(access.SESSION_COOKIE))
+
+    def logout_everywhere(self) -> int:
+        """End every session of this dashboard (every browser must log in again); returns
+        how many there were. ``tickq dashboard APP --logout-everywhere`` does the same."""
+        return self.guard.close_all()
+
+    def client(self, request: Request) -> str:
+        """Who the login limit counts: the peer, or what a trusted proxy says it is."""
+        forwarded = request.headers.get("x-forwarded-for", "")
+        return access.client_address(request.client, forwarded, self.proxies)
 
     # -- requests -----------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
@@ -107,7 +122,8 @@ class Dashboard:
         if (why := self.problem()) is not None:
             return self.page(request, "closed.html", 503, message=why)
         had = request.cookies.get(access.CSRF_COOKIE)
-        if not had:  # the first visit: the page's forms carry a token for this new nonce
+        if not access.good_nonce(had):  # the first visit: forms carry a token for a new nonce
+            had = None
             request.cookies[access.CSRF_COOKIE] = access.new_nonce()
         try:
             response = self.route(request)
@@ -161,6 +177,8 @@ class Dashboard:
     def post(self, request: Request) -> Response:
         if request.path == "/logout":
             return self.logout(request)
+        if request.path == "/logout-everywhere":
+            return self.logout(request, everywhere=True)
         if self.read_only:
             return self.page(request, "error.html", 403, message="this dashboard is read-only")
         if not self.csrf_ok(request):
@@ -206,41 +224,61 @@ class Dashboard:
         return redirect(request.url("/"))
 
     def csrf_ok(self, request: Request) -> bool:
-        return access.valid_csrf(self.key(), request.cookies.get(access.CSRF_COOKIE),
-                               request.form.get(access.CSRF_FIELD))  # fmt: skip
+        return access.same(request.form.get(access.CSRF_FIELD), self.csrf(request))
+
+    def csrf(self, request: Request, template: str = "") -> str:
+        """The token the forms of this page carry: the login form's is bound to the nonce
+        cookie; once logged in, each session has its own."""
+        nonce = request.cookies.get(access.CSRF_COOKIE) or ""
+        if template == "login.html" or request.path == "/login":
+            return self.guard.login_token(nonce) if nonce else ""
+        if self.auth is not None:
+            return self.guard.nonce_token(nonce) if nonce else ""
+        session = request.cookies.get(access.SESSION_COOKIE)
+        return self.guard.session_token(session) if session else ""
 
     # -- logging in and out -------------------------------------------------------------
     def login(self, request: Request) -> Response:
-        if self.auth is not None and not self.current_password():
+        if self.auth is not None and not self.guard.has_password:
             return redirect(request.url("/"))
         if request.method != "POST":
             return self.login_form(request)
-        wait = self.limiter.wait(request.client)
+        if not self.csrf_ok(request):
+            return self.login_form(request, 403, CSRF_PROBLEM)
+        client, now = self.client(request), self.limiter.clock or self.now
+        wait = self.limiter.start(self.queue.store, client, now())
         if wait > 0:
             response = self.login_form(request, 429, "Too many failed logins: wait a minute.")
             response.headers.append(("Retry-After", str(int(wait) + 1)))
             return response
-        if not self.csrf_ok(request):
-            return self.login_form(request, 403, CSRF_PROBLEM)
-        password = self.current_password() or ""
-        if not access.same_password(request.form.get("password", ""), password):
-            self.limiter.failed(request.client)
+        if not self.guard.password_ok(request.form.get("password", "")):
             return self.login_form(request, 401, "Wrong password.")
-        self.limiter.succeeded(request.client)
+        self.limiter.succeeded(self.queue.store, client)
+        return self.logged_in(request)
+
+    def logged_in(self, request: Request) -> Response:
+        """A new session, and a new nonce for the next login form."""
         response = redirect(_safe_next(request))
-        session = access.new_session(self.key(), time.time())
+        session = self.guard.open_session()
         response.headers.append(
             ("Set-Cookie", self.cookie(request, access.SESSION_COOKIE, session))
         )
+        nonce = access.new_nonce()
+        request.cookies[access.CSRF_COOKIE] = nonce
+        response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
         return response
 
     def login_form(self, request: Request, status: int = 200, error: str | None = None) -> Response:
         target = request.query.get("next") or request.form.get("next") or ""
         return self.page(request, "login.html", status, error=error, next=target)
 
-    def logout(self, request: Request) -> Response:
+    def logout(self, request: Request, everywhere: bool = False) -> Response:
         if not self.csrf_ok(request):
             return self.page(request, "error.html", 403, message=CSRF_PROBLEM)
+        if everywhere:
+            self.logout_everywhere()
+        else:
+            self.guard.close_session(request.cookies.get(access.SESSION_COOKIE))
         response = redirect(request.url("/login"))
         response.headers.append(("Set-Cookie", self.cookie(request, access.SESSION_COOKIE, "", 0)))
         return response
@@ -264,12 +302,12 @@ class Dashboard:
 
     # -- responses ----------------------------------------------------------------------
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
-        nonce = request.cookies.get(access.CSRF_COOKIE) or ""
+        forms = template not in ("error.html", "closed.html")  # these have none
         body = render(
             template, url=request.url, base=request.base, path=request.path,
             query=request.query, read_only=self.read_only,
-            csrf=access.csrf_token(self.key(), nonce) if nonce else "",
-            can_logout=self.auth is None and bool(self.current_password()),
+            csrf=self.csrf(request, template) if forms else "",
+            can_logout=self.auth is None and self.guard.has_password,
             refresh=self.refresh_seconds, status=status, nav=context.pop("nav", ""),
             **context,
         )  # fmt: skip

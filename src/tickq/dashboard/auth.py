@@ -1,115 +1,223 @@
-"""Who may see the dashboard: a signed session cookie, CSRF tokens, a bounded login rate."""
+"""Who may see the dashboard: the password (kept as a salted scrypt hash), sessions kept in
+the database, CSRF tokens bound to them, and a login limit every process shares.
+
+Nothing handed to a browser before it logs in depends on the password: tokens are signed
+with a random key of this install (stored in ``tickq_dashboard_keys``), salted with the
+explicit secret when one is set, so a captured page lets nobody test guesses offline.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
 import secrets
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ..store import SqlStore
 
 SESSION_COOKIE = "tickq_session"
 CSRF_COOKIE = "tickq_csrf"
 CSRF_FIELD = "csrf_token"
 SESSION_SECONDS = 12 * 3600
+MIN_PASSWORD = 12
+MAKE_ONE = 'python -c "import secrets; print(secrets.token_urlsafe(24))"'
+SCRYPT_COST = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+"""Tens of milliseconds and 16 MB a guess: what one login costs the server, and an attacker
+who stole the hash, each guess."""
+KEY_NAME = "signing"
 
 
-def derive_key(password: str | None, secret: str | None) -> bytes:
-    """The signing key: from ``secret`` when given, else from the password (changing it
-    logs everyone out), else random for this process (sessions and forms then last only
-    as long as the process)."""
-    if secret:
-        material = b"secret:" + secret.encode()
-    elif password:
-        material = b"password:" + password.encode()
-    else:
-        return secrets.token_bytes(32)
-    return hashlib.sha256(b"tickq-dashboard-key\x00" + material).digest()
+def check_password(password: str, source: str) -> None:
+    """Refuse a password too short to stand against guessing (its value is never shown)."""
+    if len(password) < MIN_PASSWORD:
+        raise ConfigurationError(
+            f"the dashboard password ({source}) has {len(password)} characters; it needs at "
+            f"least {MIN_PASSWORD}: make a random one with {MAKE_ONE} and set it as "
+            "TICKQ_DASHBOARD_PASSWORD"
+        )
+
+
+def check_proxies(proxies: Sequence[str]) -> frozenset[str]:
+    """The addresses of ``trusted_proxies`` as a set, each checked to be an IP address."""
+    if isinstance(proxies, str):
+        proxies = [proxies]
+    for address in proxies:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise ConfigurationError(
+                f"trusted_proxies must be IP addresses of your reverse proxies, got {address!r}"
+            ) from None
+    return frozenset(proxies)
+
+
+def client_address(peer: str, forwarded_for: str, trusted: frozenset[str]) -> str:
+    """Who is asking: the peer, unless it is a trusted proxy; then the nearest address in
+    ``X-Forwarded-For`` that is not one (addresses further left are the client's say)."""
+    if peer not in trusted:
+        return peer
+    for hop in reversed([h.strip() for h in forwarded_for.split(",") if h.strip()]):
+        if hop not in trusted:
+            return hop
+    return peer
 
 
 def sign(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def new_session(key: bytes, now: float) -> str:
-    expires = str(int(now) + SESSION_SECONDS)
-    return f"{expires}.{sign(key, 'session:' + expires)}"
-
-
-def valid_session(key: bytes, value: str | None, now: float) -> bool:
-    if not value or "." not in value:
-        return False
-    expires, _, signature = value.partition(".")
-    if not expires.isdigit() or int(expires) < now:
-        return False
-    return hmac.compare_digest(signature, sign(key, "session:" + expires))
+def same(given: str | None, expected: str) -> bool:
+    return bool(given) and hmac.compare_digest(str(given).encode(), expected.encode())
 
 
 def new_nonce() -> str:
     return secrets.token_hex(16)
 
 
-def csrf_token(key: bytes, nonce: str) -> str:
-    return sign(key, "csrf:" + nonce)
+def good_nonce(value: str | None) -> bool:
+    return value is not None and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
 
 
-def valid_csrf(key: bytes, nonce: str | None, token: str | None) -> bool:
-    if not nonce or not token:
-        return False
-    return hmac.compare_digest(token, csrf_token(key, nonce))
+def session_id(token: str) -> str:
+    """What the database keeps of a session cookie: its SHA-256, never the token."""
+    return hashlib.sha256(b"tickq-session\x00" + token.encode()).hexdigest()
 
 
-def same_password(given: str, expected: str) -> bool:
-    digest = hashlib.sha256
-    return hmac.compare_digest(digest(given.encode()).digest(), digest(expected.encode()).digest())
+class Access:
+    """The install's signing key, the password's hash and the sessions, for one dashboard.
+
+    The key and the password's hash are made on first use (the first request), since they
+    need the database: until then the password is held as given, then only as its scrypt
+    hash salted with this install's key.
+    """
+
+    def __init__(
+        self, store: SqlStore, password: str | None, secret: str | None,
+        now: Callable[[], float],
+    ) -> None:  # fmt: skip
+        self.store, self.now = store, now
+        self._password, self._secret = password, secret
+        self._key: bytes | None = None
+        self._hash, self._salt, self._tag = b"", b"", ""
+        self._lock = threading.Lock()
+
+    @property
+    def has_password(self) -> bool:
+        return self._password is not None or bool(self._hash)
+
+    def key(self) -> bytes:
+        """The signing key: this install's random key, salted with the secret if set."""
+        if self._key is None:
+            with self._lock:
+                if self._key is None:
+                    self._key = self._load_key()
+        return self._key
+
+    def _load_key(self) -> bytes:
+        made = secrets.token_hex(32)
+        stored = bytes.fromhex(self.store.dashboard_key(KEY_NAME, made, self.now()))
+        key = stored
+        if self._secret:  # salted with the install's key: staging's sessions fail on production
+            key = hmac.new(
+                self._secret.encode(), b"tickq-dashboard\x00" + stored, "sha256"
+            ).digest()
+        if self._password is not None:
+            self._salt = _salt(stored)
+            self._hash = _slow_hash(self._password, self._salt)
+            self._tag = sign(key, "password:" + self._hash.hex())
+            self._password = None
+        return key
+
+    def password_ok(self, given: str) -> bool:
+        self.key()
+        if not self._hash:
+            return False
+        return hmac.compare_digest(_slow_hash(given, self._salt), self._hash)
+
+    # -- sessions -----------------------------------------------------------------------
+    def open_session(self) -> str:
+        """A new session's cookie value (a random token; the database keeps its hash)."""
+        self.key()
+        token, now = secrets.token_urlsafe(32), self.now()
+        self.store.open_dashboard_session(session_id(token), self._tag, now, now + SESSION_SECONDS)
+        return token
+
+    def session_ok(self, token: str | None) -> bool:
+        if not token or len(token) > 100:
+            return False
+        self.key()
+        return self.store.dashboard_session_alive(session_id(token), self._tag, self.now())
+
+    def close_session(self, token: str | None) -> None:
+        if token and len(token) <= 100:
+            self.store.close_dashboard_session(session_id(token))
+
+    def close_all(self) -> int:
+        return self.store.close_dashboard_sessions()
+
+    # -- CSRF ---------------------------------------------------------------------------
+    def login_token(self, nonce: str) -> str:
+        """The login form's token: bound to the browser's nonce cookie, not the password."""
+        return sign(self.key(), "login:" + nonce)
+
+    def session_token(self, token: str) -> str:
+        """The forms' token of one session: changes with every login."""
+        return sign(self.key(), "csrf:" + session_id(token))
+
+    def nonce_token(self, nonce: str) -> str:
+        """The forms' token when the host app's ``auth`` hook decides (no session of ours)."""
+        return sign(self.key(), "form:" + nonce)
+
+
+def _salt(stored_key: bytes) -> bytes:
+    return hashlib.sha256(b"tickq-dashboard-password-salt\x00" + stored_key).digest()
+
+
+def _slow_hash(password: str, salt: bytes) -> bytes:
+    return hashlib.scrypt(password.encode(), salt=salt, maxmem=64 * 1024 * 1024, **SCRYPT_COST)
 
 
 class LoginLimiter:
-    """At most ``per_client`` failed logins per client and ``overall`` in all, per
-    ``window`` seconds (in this process); a successful login clears the client's count."""
+    """At most ``per_client`` failed logins per client per ``window`` seconds, counted in
+    the database so every process serving the dashboard shares the count; a successful
+    login clears the client's count.
+
+    Past ``overall`` attempts in a window (a flood), a client that already failed in it
+    must wait too, but a client that has not failed may still try: a flood never locks
+    the right password out. ``clock`` (epoch seconds) defaults to the queue's clock.
+    """
 
     def __init__(
         self,
         per_client: int = 5,
         overall: int = 50,
         window: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        for name, value in (("per_client", per_client), ("overall", overall), ("window", window)):
+            if value <= 0:
+                raise ConfigurationError(f"LoginLimiter {name} must be positive, got {value}")
         self.per_client, self.overall, self.window, self.clock = per_client, overall, window, clock
-        self._failures: dict[str, list[float]] = {}
-        self._lock = threading.Lock()
 
-    def wait(self, client: str) -> float:
-        """Seconds before ``client`` may try again; 0: it may try now."""
-        with self._lock:
-            now = self.clock()
-            self._forget(now)
-            mine = self._failures.get(client, [])
-            everyone = [t for times in self._failures.values() for t in times]
-            waits = [0.0]
-            if len(mine) >= self.per_client:
-                waits.append(mine[-self.per_client] + self.window - now)
-            if len(everyone) >= self.overall:
-                waits.append(sorted(everyone)[-self.overall] + self.window - now)
-            return max(waits)
+    def start(self, store: SqlStore, client: str, now: float) -> float:
+        """Record an attempt of ``client`` about to be checked; the seconds it must wait
+        first (then nothing is recorded), or 0. A failed attempt stays counted."""
+        attempt = secrets.token_hex(16)
+        mine, oldest, everyone = store.start_login(attempt, client, now, now - self.window)
+        if mine > self.per_client or (everyone > self.overall and mine > 1):
+            store.forget_login(attempt)
+            return max(oldest + self.window - now, 1.0)
+        return 0.0
 
-    def failed(self, client: str) -> None:
-        with self._lock:
-            self._failures.setdefault(client, []).append(self.clock())
-
-    def succeeded(self, client: str) -> None:
-        with self._lock:
-            self._failures.pop(client, None)
-
-    def _forget(self, now: float) -> None:
-        for client in list(self._failures):
-            kept = [t for t in self._failures[client] if t > now - self.window]
-            if kept:
-                self._failures[client] = kept
-            else:
-                del self._failures[client]
+    def succeeded(self, store: SqlStore, client: str) -> None:
+        store.clear_logins(client)
 
 
 def env_password() -> str | None:

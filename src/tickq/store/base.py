@@ -12,6 +12,7 @@ from ..errors import InvalidTransition, JobNotFound
 from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
 from .controls import ControlQueries
 from .records import Leases, Recorded, Rescued
+from .sessions import SessionQueries
 from .stats import StatsQueries
 from .ticks import TickQueries
 
@@ -33,7 +34,7 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries, ControlQueries):
+class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False

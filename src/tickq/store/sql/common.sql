@@ -80,3 +80,48 @@ SELECT version FROM tickq_migrations
 -- name: created_at
 -- When a job was stored, read on the caller's connection (the row may not be committed yet).
 SELECT created_at FROM tickq_jobs WHERE id = :id
+
+-- The dashboard's logins (migration 12): times are the dashboard clock's epoch seconds.
+
+-- name: dashboard_key_add
+INSERT INTO tickq_dashboard_keys (name, value, created_at) VALUES (:name, :value, :now)
+ON CONFLICT (name) DO NOTHING
+
+-- name: dashboard_key
+SELECT value FROM tickq_dashboard_keys WHERE name = :name
+
+-- name: dashboard_sessions_expired
+DELETE FROM tickq_dashboard_sessions WHERE expires_at <= :now
+
+-- name: dashboard_session_open
+INSERT INTO tickq_dashboard_sessions (id, password_tag, created_at, expires_at)
+VALUES (:id, :tag, :now, :expires)
+
+-- name: dashboard_session_alive
+SELECT 1 FROM tickq_dashboard_sessions
+WHERE id = :id AND password_tag = :tag AND expires_at > :now
+
+-- name: dashboard_session_close
+DELETE FROM tickq_dashboard_sessions WHERE id = :id
+
+-- name: dashboard_sessions_close
+DELETE FROM tickq_dashboard_sessions RETURNING 1
+
+-- name: dashboard_logins_old
+DELETE FROM tickq_dashboard_logins WHERE at <= :since
+
+-- name: dashboard_login_start
+INSERT INTO tickq_dashboard_logins (id, client, at) VALUES (:id, :client, :now)
+
+-- name: dashboard_login_counts
+-- This client's attempts in the window (its own new one included), the oldest of them,
+-- and everyone's.
+SELECT count(*), min(at),
+       (SELECT count(*) FROM tickq_dashboard_logins WHERE at > :since)
+FROM tickq_dashboard_logins WHERE client = :client AND at > :since
+
+-- name: dashboard_login_forget
+DELETE FROM tickq_dashboard_logins WHERE id = :id
+
+-- name: dashboard_login_clear
+DELETE FROM tickq_dashboard_logins WHERE client = :client

@@ -1,0 +1,31 @@
+-- tickq schema 12 (SQLite): the dashboard's logins, kept in the database so every process
+-- serving it agrees (see docs/security.md). Times are seconds since 1970 from the
+-- dashboard's clock.
+-- (Numbers are shared between changes; each is applied once, in order.)
+-- The install's random signing key (one row), made by the first dashboard that needs it.
+CREATE TABLE tickq_dashboard_keys (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+
+-- One row per logged-in browser: id is the SHA-256 of the cookie's random token (the
+-- token itself is never stored); password_tag ties it to the password it logged in with,
+-- so a new password ends it. Logout deletes the row; so does expiry.
+CREATE TABLE tickq_dashboard_sessions (
+    id           TEXT PRIMARY KEY,
+    password_tag TEXT NOT NULL,
+    created_at   REAL NOT NULL,
+    expires_at   REAL NOT NULL
+);
+CREATE INDEX tickq_dashboard_sessions_expires ON tickq_dashboard_sessions (expires_at);
+
+-- Login attempts being checked or failed, kept for the limiter's window: every process
+-- counts the same ones.
+CREATE TABLE tickq_dashboard_logins (
+    id     TEXT PRIMARY KEY,
+    client TEXT NOT NULL,
+    at     REAL NOT NULL
+);
+CREATE INDEX tickq_dashboard_logins_client ON tickq_dashboard_logins (client, at);
+CREATE INDEX tickq_dashboard_logins_at ON tickq_dashboard_logins (at);

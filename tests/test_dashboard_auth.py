@@ -1,0 +1,403 @@
+"""Dashboard logins against an attacker (issue 22, findings 1-5), over real sockets, on
+SQLite and Postgres: nothing a browser gets before logging in lets anyone test password
+guesses offline; sessions live in the database (logout, log out everywhere, expiry); CSRF
+tokens belong to one session; failed logins are counted in the database, never lock the
+right password out of a fresh client, and X-Forwarded-For counts only when trusted."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import random
+import re
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import PG_URL, ROOT, require_postgres, run_tickq, tickq_env, with_search_path
+from dashboard_serving import serving
+from tickq import ConfigurationError, FrozenClock, Queue
+from tickq.dashboard import Dashboard, LoginLimiter
+from tickq.dashboard.auth import SESSION_SECONDS
+
+PASSWORD = "correct horse battery staple"
+OTHER_PASSWORD = "a different twelve+ password"
+NONCE = "0123456789abcdef" * 2
+
+
+def login(client: httpx.Client, base: str, password: str = PASSWORD) -> httpx.Response:
+    page = client.get(f"{base}/tickq/login")
+    return client.post(f"{base}/tickq/login",
+                       data={"password": password, "csrf_token": csrf(page.text)})  # fmt: skip
+
+
+def csrf(html: str) -> str:
+    found = re.search(r'name="csrf_token" value="([0-9a-f]+)"', html)
+    assert found, "no CSRF token in the page"
+    return found.group(1)
+
+
+def from_address(address: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (any 127.x.y.z works on Linux)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=10)
+
+
+@pytest.fixture
+def q(queue: Queue) -> Queue:
+    @queue.job(max_attempts=1)
+    def charge() -> None:
+        raise RuntimeError("declined")
+
+    queue.enqueue("charge")
+    queue.process_jobs()
+    return queue
+
+
+@pytest.fixture
+def base(q: Queue) -> Iterator[str]:
+    with serving(q.asgi_app(dashboard={"password": PASSWORD})) as url:
+        yield url
+
+
+@pytest.fixture
+def other_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A second, migrated database of the same backend: another app (staging, say)."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'other.db'}"
+        Queue(url).migrate()
+        yield url
+        return
+    require_postgres()
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        url = with_search_path(PG_URL, schema)
+        other = Queue(url)
+        other.migrate()
+        other.close()
+        yield url
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@contextmanager
+def standalone(tmp_path: Path, url: str, *args: str, **env: str) -> Iterator[str]:
+    """``tickq dashboard`` in a process of its own over ``url``; yields its base URL."""
+    module = f"dash_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(f"from tickq import Queue\nq = Queue({url!r})\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = tickq_env(PYTHONPATH=f"{tmp_path}:{ROOT / 'src'}",
+                    TICKQ_DASHBOARD_PASSWORD=PASSWORD, **env)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tickq", "dashboard", f"{module}:q", "--port", str(port), *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert "tickq dashboard on http://127.0.0.1:" in proc.stdout.readline()
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(base + "/")
+                break
+            except httpx.ConnectError:
+                threading.Event().wait(0.05)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# -- finding 1: nothing on the login page can be tested against a password guess ---------
+def old_scheme_guesses(password: str, nonce: str) -> set[str]:
+    """Tokens a password would give under password-derived keys (tickq's old one first)."""
+    keys = [
+        hashlib.sha256(b"tickq-dashboard-key\x00password:" + password.encode()).digest(),
+        hashlib.sha256(password.encode()).digest(),
+        password.encode(),
+    ]
+    return {hmac.new(k, (p + nonce).encode(), "sha256").hexdigest()
+            for k in keys for p in ("", "csrf:", "login:", "form:", "session:")}  # fmt: skip
+
+
+def test_an_offline_guess_among_1000_cannot_pick_the_password_from_the_login_page(
+    q: Queue, base: str
+) -> None:
+    with httpx.Client() as client:
+        page = client.get(f"{base}/tickq/login")
+        form = {"password": "not it at all", "csrf_token": csrf(page.text)}
+        wrong = client.post(f"{base}/tickq/login", data=form)
+    assert wrong.status_code == 401
+    handed_out = [page.text, wrong.text, *page.headers.values(), *wrong.headers.values()]
+    nonce = client.cookies["tickq_csrf"]
+    tokens = set(re.findall(r"[0-9a-f]{64}", " ".join(handed_out)))
+    assert tokens, "the login page hands out a CSRF token"
+    candidates = [f"wrong-guess-{i:04d}-password" for i in range(1000)] + [PASSWORD]
+    random.Random(22).shuffle(candidates)
+    matches = [c for c in candidates if old_scheme_guesses(c, nonce) & tokens]
+    assert matches == [], "a guess checked offline against the login page picked the password"
+
+
+def test_the_login_page_is_the_same_whatever_the_password(q: Queue) -> None:
+    """Two dashboards of one install with different passwords hand a browser with the same
+    cookie byte-identical login pages and refusals: no offline test can tell them apart."""
+    answers = []
+    for password in (PASSWORD, OTHER_PASSWORD):
+        app = q.asgi_app(dashboard=Dashboard(q, password=password))
+        with serving(app) as url, httpx.Client(cookies={"tickq_csrf": NONCE}) as client:
+            page = client.get(f"{url}/tickq/login")
+            form = {"password": "a wrong guess here", "csrf_token": csrf(page.text)}
+            refused = client.post(f"{url}/tickq/login", data=form)
+            assert refused.status_code == 401 and "set-cookie" not in refused.headers
+            answers.append((page.text, refused.text, page.headers.get("set-cookie")))
+    assert answers[0] == answers[1]
+
+
+# -- finding 2: a minimum password length ------------------------------------------------
+@pytest.mark.parametrize("short", ["a", " ", "1234", "eleven char"])
+def test_a_short_password_is_refused_when_the_dashboard_is_built(
+    q: Queue, short: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigurationError, match="needs at least 12") as given:
+        Dashboard(q, password=short)
+    assert "secrets.token_urlsafe(24)" in str(given.value) and "password=" in str(given.value)
+    monkeypatch.setenv("TICKQ_DASHBOARD_PASSWORD", short)
+    with pytest.raises(ConfigurationError, match=r"TICKQ_DASHBOARD_PASSWORD.*needs at least 12"):
+        q.asgi_app(dashboard=True)
+
+
+def test_tickq_dashboard_refuses_a_short_password(tmp_path: Path) -> None:
+    (tmp_path / "shortpw.py").write_text(
+        f"from tickq import Queue\nq = Queue('sqlite:///{tmp_path}/d.db')\n"
+    )
+    env = {"PYTHONPATH": f"{tmp_path}:{ROOT / 'src'}", "TICKQ_DASHBOARD_PASSWORD": "hunter2"}
+    done = run_tickq("dashboard", "shortpw:q", "--port", "1", timeout=30, **env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "has 7 characters; it needs at least 12" in done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
+
+
+def test_a_twelve_character_password_logs_in(q: Queue) -> None:
+    with serving(q.asgi_app(dashboard={"password": "x" * 12})) as url, httpx.Client() as c:
+        assert login(c, url, "x" * 12).status_code == 303
+        assert c.get(f"{url}/tickq/").status_code == 200
+
+
+# -- finding 3: sessions end on the server -----------------------------------------------
+def test_a_cookie_replayed_after_logout_is_refused(q: Queue, base: str) -> None:
+    with httpx.Client() as client:
+        assert login(client, base).status_code == 303
+        kept = client.cookies["tickq_session"]
+        page = client.get(f"{base}/tickq/")
+        assert page.status_code == 200
+        client.post(f"{base}/tickq/logout", data={"csrf_token": csrf(page.text)})
+    with httpx.Client(cookies={"tickq_session": kept}) as replay:
+        refused = replay.get(f"{base}/tickq/jobs?status=failed")
+        assert refused.status_code == 303 and "/tickq/login" in refused.headers["location"]
+
+
+def test_log_out_everywhere_ends_every_session(q: Queue, base: str) -> None:
+    with httpx.Client() as mine, httpx.Client() as theirs:
+        login(mine, base)
+        login(theirs, base)
+        assert theirs.get(f"{base}/tickq/").status_code == 200
+        page = mine.get(f"{base}/tickq/")
+        assert "Log out everywhere" in page.text
+        out = mine.post(f"{base}/tickq/logout-everywhere", data={"csrf_token": csrf(page.text)})
+        assert out.status_code == 303
+        for client in (mine, theirs):
+            assert client.get(f"{base}/tickq/").status_code == 303
+        assert login(theirs, base).status_code == 303  # a new login works again
+
+
+def test_log_out_everywhere_from_python_and_the_cli(q: Queue, base: str, tmp_path: Path) -> None:
+    dashboard = Dashboard(q, password=PASSWORD)
+    with httpx.Client() as a, httpx.Client() as b:
+        login(a, base)
+        login(b, base)
+        assert dashboard.logout_everywhere() == 2
+        assert a.get(f"{base}/tickq/").status_code == 303
+        login(a, base)
+        (tmp_path / "outapp.py").write_text(f"from tickq import Queue\nq = Queue({q.url!r})\n")
+        done = run_tickq("dashboard", "outapp:q", "--logout-everywhere", timeout=30,
+                         PYTHONPATH=f"{tmp_path}:{ROOT / 'src'}")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "ended 1 dashboard session: every browser must log in again" in done.stdout
+        assert a.get(f"{base}/tickq/").status_code == 303
+
+
+def test_sessions_expire_on_the_server_whatever_the_cookie_says(
+    frozen_queue: Queue, clock: FrozenClock
+) -> None:
+    from datetime import timedelta
+
+    with serving(frozen_queue.asgi_app(dashboard={"password": PASSWORD})) as url, \
+            httpx.Client() as client:  # fmt: skip
+        login(client, url)
+        clock.advance(timedelta(seconds=SESSION_SECONDS - 60))
+        assert client.get(f"{url}/tickq/").status_code == 200
+        clock.advance(timedelta(seconds=120))
+        assert client.get(f"{url}/tickq/").status_code == 303
+
+
+def test_a_new_password_ends_the_sessions_of_the_old_one(q: Queue, base: str) -> None:
+    with httpx.Client() as client:
+        login(client, base)
+        app = q.asgi_app(dashboard={"password": OTHER_PASSWORD})
+        with serving(app) as changed:
+            assert client.get(f"{changed}/tickq/").status_code == 303
+            assert login(client, changed, OTHER_PASSWORD).status_code == 303
+            assert client.get(f"{changed}/tickq/").status_code == 200
+
+
+# -- finding 5: CSRF tokens bound to the session; sessions bound to the app ---------------
+def test_a_token_for_a_nonce_the_attacker_chose_is_refused(q: Queue, base: str) -> None:
+    job_id = q.list_jobs(status="failed")[0].id
+    with httpx.Client(cookies={"tickq_csrf": NONCE}) as attacker:
+        planted = csrf(attacker.get(f"{base}/tickq/login").text)  # a token for their nonce
+    with httpx.Client() as victim:
+        login(victim, base)
+        victim.cookies.set("tickq_csrf", NONCE, path="/tickq")  # tossed from a sibling site
+        tossed = victim.post(f"{base}/tickq/jobs/{job_id}/retry", data={"csrf_token": planted})
+        assert tossed.status_code == 403
+    assert q.get_job(job_id).status == "failed"
+
+
+def test_csrf_tokens_belong_to_one_session_and_change_at_login(q: Queue, base: str) -> None:
+    job_id = q.list_jobs(status="failed")[0].id
+    with httpx.Client() as a, httpx.Client() as b:
+        before = csrf(a.get(f"{base}/tickq/login").text)
+        login(a, base)
+        login(b, base)
+        theirs = csrf(b.get(f"{base}/tickq/").text)
+        mine = csrf(a.get(f"{base}/tickq/").text)
+        assert len({before, theirs, mine}) == 3
+        for token in (before, theirs):
+            refused = a.post(f"{base}/tickq/jobs/{job_id}/retry", data={"csrf_token": token})
+            assert refused.status_code == 403
+        assert q.get_job(job_id).status == "failed"
+        done = a.post(f"{base}/tickq/jobs/{job_id}/retry", data={"csrf_token": mine})
+        assert done.status_code == 303 and q.get_job(job_id).status == "pending"
+
+
+def test_a_session_of_one_app_is_refused_by_another_with_the_same_password_and_secret(
+    q: Queue, base: str, other_url: str
+) -> None:
+    secret = "one-secret-shared-by-staging-and-prod"
+    staging, production = Queue(other_url), q
+    apps = [p.asgi_app(dashboard={"password": PASSWORD, "secret_key": secret})
+            for p in (staging, production)]  # fmt: skip
+    with serving(apps[0]) as stage, serving(apps[1]) as prod, httpx.Client() as client:
+        page = client.get(f"{stage}/tickq/login")
+        assert login(client, stage).status_code == 303
+        session = client.cookies["tickq_session"]
+        with httpx.Client(cookies={"tickq_session": session}) as carried:
+            assert carried.get(f"{prod}/tickq/").status_code == 303
+        with httpx.Client(cookies={"tickq_csrf": page.cookies["tickq_csrf"]}) as form:
+            carried_form = {"password": PASSWORD, "csrf_token": csrf(page.text)}
+            posted = form.post(f"{prod}/tickq/login", data=carried_form)
+            assert posted.status_code == 403
+    staging.close()
+
+
+# -- finding 4: login limits in the database, no lock-out of a fresh client, no XFF -------
+def test_failed_logins_count_across_processes(q: Queue, tmp_path: Path) -> None:
+    app = q.asgi_app(dashboard={"password": PASSWORD})
+    with serving(app) as here, standalone(tmp_path, q.url) as there, httpx.Client() as client:
+        for url in (here, here, here, there, there):
+            assert login(client, url, "wrong guess number x").status_code == 401
+        for url in (here, there):  # five failures in all: the sixth try waits, on both
+            blocked = login(client, url)
+            assert blocked.status_code == 429, url
+            assert int(blocked.headers["retry-after"]) > 0
+        assert "tickq_session" not in client.cookies
+
+
+def test_parallel_guesses_get_no_more_tries_than_sequential_ones(q: Queue) -> None:
+    limiter = LoginLimiter(per_client=3, window=60)
+    app = q.asgi_app(dashboard=Dashboard(q, password=PASSWORD, login_limiter=limiter))
+    with serving(app) as url:
+        with httpx.Client() as first:
+            token = csrf(first.get(f"{url}/tickq/login").text)
+            nonce = first.cookies["tickq_csrf"]
+        statuses: list[int] = []
+        barrier = threading.Barrier(12)
+
+        def guess(n: int) -> None:
+            with httpx.Client(cookies={"tickq_csrf": nonce}, timeout=30) as client:
+                barrier.wait()
+                form = {"password": f"parallel guess {n:02d}", "csrf_token": token}
+                statuses.append(client.post(f"{url}/tickq/login", data=form).status_code)
+
+        threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert sorted(set(statuses)) == [401, 429] and statuses.count(401) <= 3, statuses
+
+
+def test_a_flood_of_failures_never_locks_a_fresh_client_out(q: Queue) -> None:
+    limiter = LoginLimiter(per_client=3, overall=5, window=60)
+    app = q.asgi_app(dashboard=Dashboard(q, password=PASSWORD, login_limiter=limiter))
+    with serving(app) as url:
+        for n in range(8):
+            with from_address(f"127.0.0.{10 + n}") as flooder:
+                assert login(flooder, url, "flooding guess!").status_code == 401
+        with from_address("127.0.0.10") as failed_before:
+            assert login(failed_before, url).status_code == 429  # failed in the flood: waits
+        with from_address("127.0.0.99") as owner:
+            assert login(owner, url).status_code == 303
+            assert owner.get(f"{url}/tickq/").status_code == 200
+
+
+def test_x_forwarded_for_is_ignored_by_tickq_dashboard(q: Queue, tmp_path: Path) -> None:
+    with standalone(tmp_path, q.url) as url, httpx.Client() as client:
+        for n in range(5):
+            client.headers["X-Forwarded-For"] = f"203.0.113.{n}"
+            assert login(client, url, "wrong guess number y").status_code == 401
+        client.headers["X-Forwarded-For"] = "203.0.113.77"
+        assert login(client, url).status_code == 429
+    trusting = ("--trusted-proxy", "127.0.0.1")
+    with standalone(tmp_path, q.url, *trusting) as url, httpx.Client() as client:
+        client.headers["X-Forwarded-For"] = "203.0.113.77"  # behind a proxy: someone new
+        assert login(client, url).status_code == 303
+
+
+def test_x_forwarded_for_counts_only_from_a_trusted_proxy(q: Queue) -> None:
+    limiter = LoginLimiter(per_client=2, window=60)
+    plain = Dashboard(q, password=PASSWORD, login_limiter=limiter)
+    behind = Dashboard(q, password=PASSWORD, login_limiter=limiter,
+                       trusted_proxies=["127.0.0.1"])  # fmt: skip
+    with serving(q.asgi_app(dashboard=plain), proxy_headers=False) as url, httpx.Client() as client:
+        for n in range(2):
+            client.headers["X-Forwarded-For"] = f"198.51.100.{n}"
+            assert login(client, url, "wrong guess number z").status_code == 401
+        client.headers["X-Forwarded-For"] = "198.51.100.9"
+        assert login(client, url).status_code == 429  # the peer, 127.0.0.1, failed twice
+    with (
+        serving(q.asgi_app(dashboard=behind), proxy_headers=False) as url,
+        httpx.Client() as client,
+    ):
+        client.headers["X-Forwarded-For"] = "198.51.100.9, 127.0.0.1"
+        assert login(client, url).status_code == 303  # the proxy says: someone new
+        for _ in range(2):
+            client.headers["X-Forwarded-For"] = "198.51.100.5"
+            assert login(client, url, "wrong guess number z").status_code == 401
+        assert login(client, url).status_code == 429
+    with pytest.raises(ConfigurationError, match="trusted_proxies must be IP addresses"):
+        Dashboard(q, password=PASSWORD, trusted_proxies=["proxy.internal"])
