@@ -10,6 +10,7 @@ from time import monotonic
 
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .base import SqlStore
+from .clocks import SQLiteClocks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..job import Job
     from .plumbing import Rows, Statement, Wake
-    from .records import Outcome, Recorded, ScheduleMove
+    from .records import Outcome, Recorded, Rescued, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 LIMITS_LOOK = 1.0
@@ -73,7 +74,7 @@ def seconds(name: str, text: str) -> float:
     return value
 
 
-class SQLiteStore(SqlStore):
+class SQLiteStore(SQLiteClocks, SqlStore):
     """Jobs in a SQLite file. Each thread gets its own connection."""
 
     dialect = "sqlite"
@@ -316,13 +317,18 @@ class SQLiteStore(SqlStore):
         params = self._outcome_params(owner, outcome)
         return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
+    def rescue_expired(self) -> Rescued:
+        self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
+        return super().rescue_expired()
+
     def _rescue_statements(self, now: Any) -> list[Statement]:
-        if not self._query("any_expired", now=now):
+        params = self._expiry_params()
+        if not self._query("any_expired", **params):
             return []
         # Refunds first: add_expired_attempts then sees only the jobs rescue_expired moves.
         names = ("add_refunded_attempts", "refund_expired", "add_expired_attempts",
                  "rescue_expired")  # fmt: skip
-        return [(name, {"now": now}) for name in names]
+        return [(name, params) for name in names]
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.
