@@ -1,4 +1,5 @@
-"""An app whose processes read a clock the test steps: ``tickq worker apps.clock_app:q``.
+"""An app whose processes read a clock the test steps: ``tickq worker apps.clock_app:q``
+(the small-disk tests use it too: ``carry`` jobs take room on the disk).
 
 Set by the environment: ``TICKQ_DATABASE_URL``; ``TICKQ_TEST_CLOCK`` (a ``SharedClock``
 file: real time plus the offset the test writes there, so one process's clock can run
@@ -36,6 +37,13 @@ def note(event: str, ctx: JobContext, **more: Any) -> None:
 def work(ctx: JobContext, seconds: float = 0.0) -> None:
     note("start", ctx)
     time.sleep(seconds)
+    note("end", ctx)
+
+
+@q.job()
+def carry(ctx: JobContext, blob: str) -> None:
+    """A job whose payload takes room on the disk (``blob``)."""
+    note("start", ctx)
     note("end", ctx)
 
 

@@ -11,6 +11,7 @@ from time import monotonic
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .base import SqlStore
 from .clocks import SQLiteClocks
+from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def seconds(name: str, text: str) -> float:
     return value
 
 
-class SQLiteStore(SQLiteClocks, SqlStore):
+class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     """Jobs in a SQLite file. Each thread gets its own connection."""
 
     dialect = "sqlite"
@@ -103,6 +104,7 @@ class SQLiteStore(SQLiteClocks, SqlStore):
             check_same_thread=False, uri=self._uri,
         )  # fmt: skip
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
         return conn
 
     @contextmanager
@@ -110,6 +112,8 @@ class SQLiteStore(SQLiteClocks, SqlStore):
         try:
             yield
         except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                self.tend_wal(full=True)  # give the log's space back for the next try
             message = str(exc)
             if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
@@ -318,8 +322,12 @@ class SQLiteStore(SQLiteClocks, SqlStore):
         return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
     def rescue_expired(self) -> Rescued:
+        self.tend_wal()  # a big log, or a tight disk: give the log's space back first
         self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
         return super().rescue_expired()
+
+    def database_health(self) -> dict[str, Any]:
+        return self.wal_state()
 
     def _rescue_statements(self, now: Any) -> list[Statement]:
         params = self._expiry_params()
