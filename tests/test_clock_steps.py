@@ -106,6 +106,22 @@ def test_a_tick_whose_clock_runs_ahead_waits_for_the_others(tmp_path: Path) -> N
     q_slow.close(), q_fast.close()
 
 
+def test_a_backward_step_fires_no_slot_twice(tmp_path: Path) -> None:
+    clock = SharedClock(tmp_path / "clock")
+    q = sqlite_queue(tmp_path, clock)
+
+    @q.schedule(every=timedelta(minutes=1))
+    def beat() -> None: ...
+
+    first = q.tick()["schedules_enqueued"]
+    clock.advance(minutes=-30)
+    assert q.tick()["schedules_enqueued"] == []
+    clock.advance(minutes=30)
+    again = q.tick()["schedules_enqueued"]
+    assert {e["slot"] for e in again}.isdisjoint(e["slot"] for e in first)
+    q.close()
+
+
 def env(tmp_path: Path, url: str, clock: Path, **more: str) -> dict[str, str]:
     return {"TICKQ_DATABASE_URL": url, "TICKQ_TEST_RUNS": str(tmp_path / "runs"),
             "TICKQ_TEST_CLOCK": str(clock), **more}  # fmt: skip
