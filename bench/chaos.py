@@ -10,8 +10,10 @@ shared server), and while an enqueuer stores the jobs at an even pace over ``--s
 (``pg_terminate_backend``) and restarts the cluster, one fault every ``--fault-every``
 seconds; killed processes are restarted at once, as a supervisor would. On SQLite it kills
 whichever process holds the write lock (mid-transaction) instead of the Postgres faults,
-and checks ``PRAGMA integrity_check`` at the end. Then it lets the jobs drain, stops the
-workers, audits (``chaos_audit``) and prints the figures. Exit 1 if a promise is broken.
+steps the wall clocks of half the workers and ticks forward and back by more than a lease
+(``chaos_app``'s clock files), and checks ``PRAGMA integrity_check`` at the end. Then it
+lets the jobs drain, stops the workers, audits (``chaos_audit``) and prints the figures.
+Exit 1 if a promise is broken.
 The cluster and every process are cleaned up whatever happens.
 """
 
@@ -152,13 +154,34 @@ class Overdue:
         try:
             while not self.stop.wait(1.0):
                 try:
-                    running = q.list_jobs(status="running", limit=10_000)
+                    self.ids |= self._overdue(q)
                 except Exception:  # the database is restarting: look again next time
                     continue
-                cutoff = datetime.now(UTC) - timedelta(seconds=self.lease)
-                self.ids |= {j.id for j in running if _before(j.lease_expires_at, cutoff)}
         finally:
             q.close()
+
+    def _overdue(self, q: Queue) -> set[int]:
+        if self.url.startswith("sqlite:"):
+            return overdue_on_sqlite(self.url, self.lease)
+        running = q.list_jobs(status="running", limit=10_000)
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.lease)
+        return {j.id for j in running if _before(j.lease_expires_at, cutoff)}
+
+
+def overdue_on_sqlite(url: str, lease: float) -> set[int]:
+    """Running jobs a full lease past its end on the host's monotonic clock (SQLite's
+    leases run out on it; the wall-clock expiry a process with a stepped clock wrote says
+    little), or by the wall clock where a lease has no monotonic deadline."""
+    import sqlite3
+
+    cutoff = datetime.now(UTC) - timedelta(seconds=lease)
+    with sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30) as conn:
+        rows = conn.execute(
+            "SELECT id FROM tickq_jobs WHERE status = 'running' AND CASE WHEN lease_mono "
+            "IS NULL THEN lease_expires_at < ? ELSE lease_mono < ? END",
+            (cutoff.isoformat(timespec="microseconds"), time.monotonic() - lease),
+        ).fetchall()
+    return {int(r[0]) for r in rows}
 
 
 def _before(moment: datetime | None, cutoff: datetime) -> bool:

@@ -8,7 +8,13 @@ of the ``chaos`` job appends two lines to ``<folder>/runs.log`` with one ``os.wr
     S <n> <job id> <attempt> <pid> <time>    when the run starts
     E <n> <job id> <attempt> <pid> <time>    when it ends
 
-so the suite counts runs per job without trusting tickq's own bookkeeping.
+so the suite counts runs per job without trusting tickq's own bookkeeping (the times are
+the real clock's, whatever clock tickq is given).
+
+With ``TICKQ_CHAOS_CLOCKS`` (a folder; SQLite runs), each worker and tick reads one of two
+``SharedClock`` files there (by its pid), which the fault injector steps forward and back
+by more than a lease: processes' clocks then stand minutes apart and jump while jobs run.
+The enqueuer keeps the real clock.
 
 ``python chaos_app.py enqueue N SECONDS`` enqueues jobs 0..N-1 at an even pace over
 SECONDS, each with the unique key ``chaos-<n>`` (a retried or restarted enqueue can't add a
@@ -26,13 +32,19 @@ from pathlib import Path
 from chaos_fleet import BATCH, resume_point
 
 from tickq import JobContext, Queue
+from tickq.testing import SharedClock
 
 FOLDER = Path(os.environ.get("TICKQ_CHAOS_DIR", "."))
 LEASE = float(os.environ.get("TICKQ_CHAOS_LEASE", "10"))
 LONG_EVERY = 200
 """Every LONG_EVERY-th job outlives its lease: only lease renewal keeps it from a rerun."""
 
+CLOCK_FILES = ("clock-a", "clock-b")
+"""The clocks processes read when ``TICKQ_CHAOS_CLOCKS`` is set, one by each pid's parity."""
+
 q = Queue(os.environ.get("TICKQ_CHAOS_URL"), lease_seconds=LEASE)
+if os.environ.get("TICKQ_CHAOS_CLOCKS") and __name__ != "__main__":
+    q.clock = SharedClock(Path(os.environ["TICKQ_CHAOS_CLOCKS"]) / CLOCK_FILES[os.getpid() % 2])
 _fd: list[int] = []
 
 

@@ -1,5 +1,6 @@
 """The fault injector: kill -9 workers, ticks, the enqueuer and SQLite writers mid-transaction,
-cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster."""
+cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster, and
+on SQLite step processes' wall clocks forward and back by more than a lease."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chaos_app import CLOCK_FILES
 from chaos_fleet import Cluster, Fleet
 
 PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db")
-SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker")
+SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker", "step_clock")
 WAL_WRITE_LOCK = 120
 """The byte of ``<db>-shm`` a SQLite WAL writer locks for its whole write transaction."""
 
@@ -147,6 +149,24 @@ class Injector:
                     return Fault("kill_writer", at, time.time(), proc.pid, role, affected, half)
             time.sleep(0.002)
         return None
+
+    def step_clock(self) -> Fault | None:
+        """Step one of the two clocks the processes read (half of them each) by 1.5 to 3
+        leases, back when it stands ahead, else forward: the two groups' clocks stand up
+        to 6 leases apart, and jump while jobs run. No process crashes: every rerun it
+        caused would be one the audit can't explain."""
+        folder = self.fleet.env.get("TICKQ_CHAOS_CLOCKS")
+        if folder is None:
+            return None
+        from tickq.testing import SharedClock
+
+        name = self.random.choice(CLOCK_FILES)
+        clock = SharedClock(Path(folder) / name)
+        size = self.random.uniform(1.5, 3.0) * self.fleet.lease
+        step = -size if clock.offset().total_seconds() > 0 else size
+        at = time.time()
+        clock.advance(seconds=step)
+        return Fault("step_clock", at, at, role=f"{name} {step:+.1f}s")
 
 
 def writer_pid(shm: Path) -> int | None:

@@ -107,6 +107,9 @@ def child_env(folder: Path, url: str, lease: float) -> dict[str, str]:
         p for p in (str(ROOT / "src"), str(BENCH), env.get("PYTHONPATH")) if p
     )
     env.update(TICKQ_CHAOS_URL=url, TICKQ_CHAOS_DIR=str(folder), TICKQ_CHAOS_LEASE=str(lease))
+    if url.startswith("sqlite:"):  # Postgres's own clock decides there: nothing to step
+        (folder / "clocks").mkdir(exist_ok=True)
+        env["TICKQ_CHAOS_CLOCKS"] = str(folder / "clocks")
     for name in ("TICKQ_DATABASE_URL", "TICKQ_APP", "TICKQ_ALERT_WEBHOOK_URL",
                  "TICKQ_ALERT_EMAIL_TO", "TICKQ_HEARTBEAT_URL"):  # fmt: skip
         env.pop(name, None)
@@ -119,6 +122,7 @@ class Fleet:
     def __init__(self, folder: Path, url: str, lease: float, workers: int, total: int,
                  seconds: float) -> None:  # fmt: skip
         self.folder, self.url, self.env = folder, url, child_env(folder, url, lease)
+        self.lease = lease
         self.wanted_workers, self.total, self.seconds = workers, total, seconds
         self.lock = threading.RLock()
         self.workers: list[subprocess.Popen[bytes]] = []

@@ -275,6 +275,7 @@ def test_health_needs_no_secret_reveals_no_jobs_and_fails_when_ticks_stop(
             "ticks",
             "stale_after_seconds",
             "now",
+            "database",
         }
         assert r.json()["last_tick_at"] == T0.isoformat()
         assert httpx.head(base + HEALTH).status_code == 200

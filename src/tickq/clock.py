@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
     class Clock(Protocol):
         """Anything with a ``now()`` returning an aware UTC datetime. A ``monotonic()``
         (seconds, never going back) is optional: time budgets and the worker's pacing read
-        it, falling back to ``time.monotonic``."""
+        it, falling back to ``time.monotonic``. So is ``monotonic_domain`` (see
+        ``monotonic_domain_of``)."""
 
         def now(self) -> datetime: ...
 
@@ -33,6 +35,12 @@ class SystemClock:
         """Seconds that never go back, for time budgets (``time.monotonic``)."""
         return time.monotonic()
 
+    @property
+    def monotonic_domain(self) -> str | None:
+        """The host's monotonic clock, which every process on it shares (see
+        ``monotonic_domain_of``)."""
+        return system_domain()
+
 
 class FrozenClock:
     """A clock that only moves when told to: ``clock.advance(minutes=5)``.
@@ -44,6 +52,8 @@ class FrozenClock:
     def __init__(self, start: datetime | None = None) -> None:
         self._now = require_aware(start, "start") if start else datetime.now(UTC)
         self._monotonic = 0.0
+        self.monotonic_domain = f"frozen:{os.urandom(8).hex()}"
+        """Only this clock's own readings compare with its ``monotonic()``."""
 
     def now(self) -> datetime:
         return self._now
@@ -68,6 +78,33 @@ def monotonic_of(clock: object) -> Callable[[], float]:
     """``clock.monotonic``, or ``time.monotonic`` for a clock that has only ``now()``."""
     reading = getattr(clock, "monotonic", None)
     return reading if callable(reading) else time.monotonic
+
+
+def monotonic_domain_of(clock: object) -> str | None:
+    """Which processes' ``monotonic()`` readings can be compared with ``clock``'s: those
+    whose clocks name the same domain. ``SystemClock`` (and a clock with only ``now()``,
+    which falls back to ``time.monotonic``) names the host's boot, because on Linux
+    ``CLOCK_MONOTONIC`` is one clock for every process until the next reboot, and no
+    wall-clock step or skew moves it; SQLite's leases are measured on it. None: unknown
+    (SQLite's leases then run out by the wall clock)."""
+    if getattr(clock, "monotonic", None) is None:
+        return system_domain()
+    domain = getattr(clock, "monotonic_domain", None)
+    return domain if isinstance(domain, str) else None
+
+
+_BOOT: list[str | None] = []
+
+
+def system_domain() -> str | None:
+    """``boot:<id>`` of this boot of the host (Linux), or None where it can't be read."""
+    if not _BOOT:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+                _BOOT.append(f"boot:{f.read().strip()}")
+        except OSError:
+            _BOOT.append(None)
+    return _BOOT[0]
 
 
 def require_aware(value: datetime, name: str) -> datetime:

@@ -141,6 +141,9 @@ class Inspection:
         ``failed_attempts_last_hour``, ``processed[queue][type][outcome]`` (every finished
         attempt, pruned ones included; ``snoozed`` counts runs that raised ``Snooze``) and
         ``duration_seconds[queue][type]`` (``count``, ``sum`` and cumulative ``buckets``):
-        the same figures ``tickq.metrics`` exports.
+        the same figures ``tickq.metrics`` exports. ``database``: on SQLite the
+        write-ahead log's size, its bound and the disk's free space (``wal_bytes``,
+        ``wal_bound_bytes``, ``disk_free_bytes``); on Postgres the transactions open longer
+        than a minute (``long_transactions``: pid, age_seconds, application_name, state).
         """
         return self.store.stats()

@@ -24,7 +24,9 @@ class SharedClock:
     """A clock several processes share through a file: real time plus an offset.
 
     End-to-end tests start the app's processes with the same file and fast-forward all of
-    them at once with ``clock.advance(minutes=30)`` instead of sleeping.
+    them at once with ``clock.advance(minutes=30)`` instead of sleeping. On SQLite give it
+    to every process that ticks or runs jobs: a schedule slot comes due once most live
+    processes' clocks say so, so one on the real clock holds the others back.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

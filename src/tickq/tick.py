@@ -193,6 +193,7 @@ def tick_health(
         "ticks": ticks,
         "stale_after_seconds": stale_after.total_seconds(),
         "now": now.isoformat(),
+        "database": runtime.store.database_health(),
     }
     if last is None:
         report["message"] = "no tick has been recorded yet: point a scheduler at the tick endpoint"

@@ -279,8 +279,28 @@ def render_stats(stats: dict[str, Any]) -> str:
         "paused queues: " + (", ".join(stats.get("paused_queues", ())) or "none"),
         "limited types: " + (", ".join(f"{t} ({_limit_text(v)})" for t, v in
                                        sorted(stats.get("limits", {}).items())) or "none"),
+        *database_lines(stats.get("database", {})),
     ]  # fmt: skip
     return "\n".join(lines)
+
+
+def database_lines(database: dict[str, Any]) -> list[str]:
+    """SQLite's write-ahead log and free space; Postgres's long-open transactions."""
+    lines = []
+    if "wal_bytes" in database:
+        free = database.get("disk_free_bytes")
+        lines.append(f"write-ahead log: {_mb(database['wal_bytes'])} (truncated past "
+                     f"{_mb(database['wal_bound_bytes'])}); disk free: "
+                     f"{'unknown' if free is None else _mb(free)}")  # fmt: skip
+    for t in database.get("long_transactions", ()):
+        lines.append(f"transaction open {t['age_seconds']:.0f}s: pid {t['pid']} "
+                     f"({t['application_name'] or 'no application_name'}, {t['state']}); "
+                     "it holds back vacuum and slows every tick")  # fmt: skip
+    return lines
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 def _limit_text(limit: dict[str, Any]) -> str:

@@ -115,9 +115,14 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries):
     ) -> dict[str, Any]:
         return {
             "owner": owner, "limit": limit, "lease_seconds": lease_seconds,
-            "lease_until": self._in(lease_seconds), "now": self._now(),
-            "queues": self._queues_param(queues),
+            "now": self._now(), "queues": self._queues_param(queues),
+            **self._lease_params(lease_seconds),
         }  # fmt: skip
+
+    def _lease_params(self, lease_seconds: float) -> dict[str, Any]:
+        """When a lease taken or renewed now runs out (``lease_until``; SQLite adds its
+        deadline on the monotonic clock)."""
+        return {"lease_until": self._in(lease_seconds)}
 
     def _claimed(self, rows: Rows, owner: str) -> list[Job]:
         jobs = [self._claimed_job(r, owner) for r in rows]
@@ -230,8 +235,8 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries):
             return Leases((), ())
         rows = self._query(
             "extend_leases", owner=owner, ids=self._ids_param(ids), now=self._now(),
-            lease_seconds=lease_seconds, lease_until=self._in(lease_seconds),
-            started=self._ids_param(started),
+            lease_seconds=lease_seconds, started=self._ids_param(started),
+            **self._lease_params(lease_seconds),
         )  # fmt: skip
         return Leases((r[0] for r in rows), (r[0] for r in rows if r[1]))
 

@@ -19,6 +19,7 @@ from ..job import NewJob
 from ..logger import log
 from ..redact import redact_url, url_location
 from .base import CHUNK, SqlStore
+from .horizon import PostgresHorizon
 from .pooler import guess_pooler, split_pooler
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class PoolerLostStatement(DatabaseUnavailable):
     """A transaction pooler lost or mixed up a prepared statement; safe to send again."""
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(PostgresHorizon, SqlStore):
     """Jobs in a Postgres table; several workers on several machines share it safely.
 
     ``pooler`` (``?pooler=`` on the URL, see ``store.pooler``) is ``transaction`` behind a

@@ -130,6 +130,10 @@ class Reads(Protocol):
 
     def stats(self) -> dict[str, Any]: ...
 
+    def database_health(self) -> dict[str, Any]:
+        """SQLite: the write-ahead log's size and the disk's free space; Postgres:
+        transactions held open long (``long_transactions``)."""
+
     def totals(self) -> list[tuple[str, str, str, str, int, float]]: ...
 
     def failure_summary(

@@ -10,6 +10,8 @@ from time import monotonic
 
 from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
 from .base import SqlStore
+from .clocks import SQLiteClocks
+from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..job import Job
     from .plumbing import Rows, Statement, Wake
-    from .records import Outcome, Recorded, ScheduleMove
+    from .records import Outcome, Recorded, Rescued, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 LIMITS_LOOK = 1.0
@@ -73,7 +75,7 @@ def seconds(name: str, text: str) -> float:
     return value
 
 
-class SQLiteStore(SqlStore):
+class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     """Jobs in a SQLite file. Each thread gets its own connection."""
 
     dialect = "sqlite"
@@ -102,6 +104,7 @@ class SQLiteStore(SqlStore):
             check_same_thread=False, uri=self._uri,
         )  # fmt: skip
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
         return conn
 
     @contextmanager
@@ -109,6 +112,8 @@ class SQLiteStore(SqlStore):
         try:
             yield
         except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                self.tend_wal(full=True)  # give the log's space back for the next try
             message = str(exc)
             if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
@@ -316,13 +321,22 @@ class SQLiteStore(SqlStore):
         params = self._outcome_params(owner, outcome)
         return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
+    def rescue_expired(self) -> Rescued:
+        self.tend_wal()  # a big log, or a tight disk: give the log's space back first
+        self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
+        return super().rescue_expired()
+
+    def database_health(self) -> dict[str, Any]:
+        return self.wal_state()
+
     def _rescue_statements(self, now: Any) -> list[Statement]:
-        if not self._query("any_expired", now=now):
+        params = self._expiry_params()
+        if not self._query("any_expired", **params):
             return []
         # Refunds first: add_expired_attempts then sees only the jobs rescue_expired moves.
         names = ("add_refunded_attempts", "refund_expired", "add_expired_attempts",
                  "rescue_expired")  # fmt: skip
-        return [(name, {"now": now}) for name in names]
+        return [(name, params) for name in names]
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.

@@ -49,8 +49,14 @@ class StatsQueries(Plumbing):
             "paused_queues": sorted(r[0] for r in self._query("paused")),
             "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text}
                        for t, c, r, p in self._query("limits")},
-            "now": now.isoformat(),
+            "database": self.database_health(), "now": now.isoformat(),
         }  # fmt: skip
+
+    def database_health(self) -> dict[str, Any]:
+        """What the database itself is up to that slows or stops tickq: on SQLite the
+        write-ahead log's size and the disk's free space; on Postgres transactions held
+        open long (``long_transactions``)."""
+        return {}
 
     def totals(self) -> list[TotalsRow]:
         """Finished attempts as (queue, type, outcome, le, attempts, seconds), one row per

@@ -208,6 +208,10 @@ SCHEMAS: dict[str, Any] = {
             "ticks": COUNT,
             "stale_after_seconds": {"type": "number"},
             "now": {"type": "string", "format": "date-time"},
+            "database": {"type": "object", "description": (
+                "SQLite: wal_bytes, wal_bound_bytes, disk_free_bytes; Postgres: "
+                "long_transactions (pid, age_seconds, application_name, state), each "
+                "open longer than a minute")},
             "message": {"type": "string"},
             "error": {"type": "string"},
         },

@@ -546,3 +546,16 @@ CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
 
 -- name: migrations_record
 INSERT INTO tickq_migrations (version, name) VALUES (:version, :name)
+
+-- Health (store/horizon.py) ---------------------------------------------------------------
+
+-- name: long_transactions
+-- Sessions of this database (but this one) whose transaction has been open longer than
+-- :threshold seconds, the oldest first; holds_snapshot: it holds back vacuum's horizon.
+SELECT pid, EXTRACT(EPOCH FROM clock_timestamp() - xact_start), application_name, state,
+       backend_xmin IS NOT NULL OR backend_xid IS NOT NULL, CAST(xact_start AS text)
+FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+  AND xact_start < clock_timestamp() - make_interval(secs => :threshold)
+ORDER BY xact_start
+LIMIT :shown

@@ -16,7 +16,8 @@ RETURNING id
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
-    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
+    lease_clock = :lease_clock, lease_mono = :lease_mono
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now
@@ -34,7 +35,8 @@ RETURNING {claimed_columns}
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
-    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
+    lease_clock = :lease_clock, lease_mono = :lease_mono
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now AND type = :type
@@ -74,7 +76,8 @@ SELECT EXISTS (SELECT 1 FROM tickq_limits)
 -- says it started. Jobs once refunded are never claimed ahead again.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
-    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
+    lease_clock = :lease_clock, lease_mono = :lease_mono
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now
@@ -183,6 +186,7 @@ RETURNING id
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
 -- process running a long job). The second column says the job was asked to stop.
 UPDATE tickq_jobs SET lease_expires_at = :lease_until,
+    lease_clock = :lease_clock, lease_mono = :lease_mono,
     ahead = CASE WHEN ahead = 1 AND id IN (SELECT value FROM json_each(:started)) THEN 0
                  ELSE ahead END
 WHERE status = 'running' AND lease_owner = :owner
@@ -195,15 +199,22 @@ SELECT id FROM tickq_jobs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'running'
   AND lease_owner = :owner AND cancel_requested_at IS NOT NULL
 
+-- name: lease_ran_out
+-- (A fragment.) A running job's lease has run out: on the monotonic clock it was measured
+-- on when the rescuer reads the same one (:clock, :mono), else by the wall clock. So a
+-- wall-clock step, or another process's clock running ahead, rescues no live job.
+(CASE WHEN lease_clock = :clock || ' ' || lease_expires_at THEN lease_mono < :mono
+      ELSE lease_expires_at < :now END)
+
 -- name: any_expired
-SELECT 1 FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now LIMIT 1
+SELECT 1 FROM tickq_jobs WHERE status = 'running' AND {@lease_ran_out} LIMIT 1
 
 -- name: add_refunded_attempts
 -- Runs first in a rescue's transaction: the history keeps each refund as a row of its own,
 -- numbered minus the attempt it gave back (that number is used again by the next run).
 INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
 SELECT id, -attempts, attempted_at, :now, 'refunded', {refund_error}
-FROM tickq_jobs WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
+FROM tickq_jobs WHERE status = 'running' AND ahead = 1 AND {@lease_ran_out}
   AND cancel_requested_at IS NULL
 ON CONFLICT DO NOTHING
 
@@ -213,7 +224,7 @@ ON CONFLICT DO NOTHING
 UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, ahead = 2, run_after = :now,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
-WHERE status = 'running' AND ahead = 1 AND lease_expires_at < :now
+WHERE status = 'running' AND ahead = 1 AND {@lease_ran_out}
   AND cancel_requested_at IS NULL
 RETURNING {job_columns}
 
@@ -223,7 +234,7 @@ INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, e
 SELECT id, attempts, attempted_at, :now,
        CASE WHEN cancel_requested_at IS NULL THEN 'lease_expired' ELSE 'cancelled' END,
        {expired_error}
-FROM tickq_jobs WHERE status = 'running' AND lease_expires_at < :now
+FROM tickq_jobs WHERE status = 'running' AND {@lease_ran_out}
 ON CONFLICT DO NOTHING
 
 -- name: rescue_expired
@@ -234,7 +245,7 @@ SET status = {rescued_status},
     finished_at = CASE WHEN {out_of_attempts} OR cancel_requested_at IS NOT NULL THEN :now END,
     last_error = {expired_error},
     run_after = :now, lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
-WHERE status = 'running' AND lease_expires_at < :now
+WHERE status = 'running' AND {@lease_ran_out}
 RETURNING {job_columns}
 
 -- name: list
@@ -396,6 +407,23 @@ SET handled_until = excluded.handled_until,
     updated_at = excluded.updated_at
 WHERE tickq_schedules.handled_until = :expected
 RETURNING name
+
+-- name: note_clock
+-- What this process's wall clock reads (:offset: wall minus monotonic seconds), seen now
+-- on the shared monotonic clock :clock.
+INSERT INTO tickq_clocks (owner, domain, offset, seen, seen_at)
+VALUES (:owner, :clock, :offset, :mono, :now)
+ON CONFLICT (owner) DO UPDATE
+SET domain = excluded.domain, offset = excluded.offset, seen = excluded.seen,
+    seen_at = excluded.seen_at
+
+-- name: forget_clocks
+DELETE FROM tickq_clocks
+WHERE (domain = :clock AND seen < :mono - :window)
+   OR (domain <> :clock AND seen_at < :forget_before)
+
+-- name: live_clocks
+SELECT offset FROM tickq_clocks WHERE domain = :clock AND seen >= :mono - :window
 
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
