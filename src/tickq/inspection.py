@@ -127,7 +127,7 @@ class Inspection:
         it was not paused. ``tickq resume APP QUEUE`` does the same."""
         from .job_options import check_queue
 
-        return self.store.resume(check_queue(queue))
+        return self.store.resume(check_queue(queue, bounded=False))
 
     def paused(self) -> set[str]:
         """The names of the paused queues."""
