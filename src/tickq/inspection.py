@@ -70,6 +70,10 @@ class Inspection:
         """
         if batch < 1:
             raise ConfigurationError(f"batch must be >= 1, got {batch}")
+        if type is not None:
+            from .job_options import check_text
+
+            check_text("type", type)  # a NUL, say, which no job's type holds
         total, done = self.store.count_failed(type), 0
         while ids := self.store.retry_failed(type, batch):
             done += len(ids)

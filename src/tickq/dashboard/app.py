@@ -18,6 +18,8 @@ from ..errors import (
     JobNotFound,
     SchemaMissing,
 )
+from ..logger import library_logger
+from ..web.options import RETRY_AFTER_SECONDS, SCHEMA_MISSING, database_trouble
 from .http import Request, Response
 from .render import render, static_file
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from .host import Queue
 
 AuthHook = Callable[[Request], bool]
+log = library_logger("tickq")
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -106,13 +109,15 @@ class Dashboard:
             return self.static(request.path.removeprefix("/static/"))
         if (why := self.problem()) is not None:
             return self.page(request, "closed.html", 503, message=why)
+        if request.problem:
+            return self.page(request, "error.html", 400, message=request.problem)
         had = request.cookies.get(access.CSRF_COOKIE)
         if not had:  # the first visit: the page's forms carry a token for this new nonce
             request.cookies[access.CSRF_COOKIE] = access.new_nonce()
         try:
             response = self.route(request)
         except (DatabaseUnavailable, SchemaMissing) as exc:
-            response = self.page(request, "error.html", 503, message=str(exc))
+            response = self.trouble(request, exc)
         if not had:
             nonce = request.cookies[access.CSRF_COOKIE]
             response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
@@ -191,7 +196,10 @@ class Dashboard:
 
     def retry_failed(self, request: Request) -> Response:
         job_type = request.form.get("type") or None
-        count = self.queue.retry_failed(job_type)
+        try:
+            count = self.queue.retry_failed(job_type)
+        except ConfigurationError as exc:
+            return self.page(request, "error.html", 400, message=str(exc))
         query = {"status": "failed", **({"type": job_type} if job_type else {}),
                  "retried": count}  # fmt: skip
         return redirect(request.url(f"/jobs?{urlencode(query)}"))
@@ -263,6 +271,16 @@ class Dashboard:
         return "; ".join(parts)
 
     # -- responses ----------------------------------------------------------------------
+    def trouble(self, request: Request, exc: DatabaseUnavailable | SchemaMissing) -> Response:
+        """A 503 saying what is wrong with the database and what to do; where it lives
+        (host, port, name, path) goes to the log only."""
+        log.warning("tickq dashboard: %s", exc)
+        if isinstance(exc, SchemaMissing):
+            return self.page(request, "error.html", 503, message=SCHEMA_MISSING)
+        response = self.page(request, "error.html", 503, message=database_trouble(exc.reason))
+        response.headers.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
+        return response
+
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
         nonce = request.cookies.get(access.CSRF_COOKIE) or ""
         body = render(
