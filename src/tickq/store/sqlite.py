@@ -142,6 +142,13 @@ class SQLiteStore(SqlStore):
                         f"cannot open SQLite database {self.path!r}: the folder {folder!r} "
                         "does not exist; create it or fix the path in the URL"
                     ) from exc
+                if not os.access(folder, os.W_OK):  # -wal and -shm can't be made there
+                    raise DatabaseUnavailable(
+                        f"cannot open SQLite database {self.path!r} ({message}): its folder "
+                        f"{folder!r} is read-only for this process (a read-only mount?); make "
+                        "it writable; tickq tries again on the next call",
+                        READ_ONLY,
+                    ) from exc
             if "unable to open" in message:
                 raise DatabaseUnavailable(
                     f"cannot open SQLite database {self.path!r}: {message}; "

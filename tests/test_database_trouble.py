@@ -1,0 +1,215 @@
+"""Database trouble that is not a network outage — a read-only database (as after a
+failover to a replica), too many connections, a full disk — is a ``DatabaseUnavailable``
+that says which, in words, on every surface: enqueue raises it (never a raw driver error),
+the tick endpoint answers 503 with ``Retry-After`` through a real socket (no host, port or
+database name), and ``tickq tick`` prints one line and exits 1 (no traceback). Each fault
+is real: a database set read-only, a role with CONNECTION LIMIT 1, a small tmpfs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from conftest import PG_URL, require_postgres, run_tickq
+from test_web import AUTH, SECRET, TICK, serving
+from tickq import DatabaseUnavailable, Queue
+
+APP = "apps.counter:q"
+
+
+def admin(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def database_url(name: str, user: str | None = None) -> str:
+    parts = urlsplit(PG_URL)
+    netloc = parts.netloc if user is None else f"{user}@{parts.netloc.rpartition('@')[2]}"
+    return parts._replace(netloc=netloc, path=f"/{name}").geturl()
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A Postgres database of this test's own (settings like read-only are per database)."""
+    require_postgres()
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin(f"CREATE DATABASE {name}")
+    try:
+        yield name
+    finally:
+        admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def say_trouble_over_http(q: Queue, words: str, *hidden: str) -> None:
+    """The tick endpoint, through a real socket, answers 503 + Retry-After naming
+    ``words`` and none of ``hidden``."""
+    with serving(q.asgi_app(secret=SECRET)) as base:
+        r = httpx.post(base + TICK, headers=AUTH, timeout=30)
+    assert r.status_code == 503, r.text
+    assert r.headers["retry-after"] == "30"
+    assert words in r.text and "unreachable" not in r.text, r.text
+    for word in hidden:
+        assert word not in r.text, (word, r.text)
+    assert r.json()["error"].startswith("the tick ran nothing (DatabaseUnavailable)")
+
+
+def say_trouble_in_one_line(url: str, words: str) -> None:
+    """``tickq tick`` prints one line naming ``words`` and exits 1."""
+    result = run_tickq("tick", APP, TICKQ_DATABASE_URL=url)
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tickq: error: "), result.stderr
+    assert words in lines[0] and "Traceback" not in result.stderr
+
+
+def test_a_read_only_database_says_so_everywhere_and_tickq_recovers_when_it_is_writable(
+    database: str,
+) -> None:
+    url = database_url(database)
+    writer = Queue(url, strict=False)
+    writer.migrate()
+    writer.enqueue("record", {"n": 1})
+    writer.close()
+    admin(f"ALTER DATABASE {database} SET default_transaction_read_only = on")
+    q = Queue(url, strict=False)
+    with pytest.raises(DatabaseUnavailable) as caught:
+        q.enqueue("record", {"n": 2})
+    assert caught.value.reason == "read-only"
+    assert "is read-only (a replica?" in str(caught.value)
+    assert "point the database URL at the primary" in str(caught.value)
+    say_trouble_over_http(q, "the database is read-only (a replica?", database, "5432")
+    say_trouble_in_one_line(url, "is read-only (a replica?")
+    admin(f"ALTER DATABASE {database} SET default_transaction_read_only = off")
+    assert q.enqueue("record", {"n": 3}) > 0  # a new connection: writable again
+    assert q.stats()["by_status"]["pending"] == 2
+    q.close()
+
+
+@pytest.fixture
+def limited_role(database: str) -> Iterator[str]:
+    """A role that may hold one connection, owning the test's database."""
+    role = f"r_{uuid.uuid4().hex[:10]}"
+    admin(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 1")
+    try:
+        admin(f"ALTER DATABASE {database} OWNER TO {role}")
+        yield role
+    finally:
+        admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        admin(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_too_many_connections_is_not_called_unreachable(database: str, limited_role: str) -> None:
+    import psycopg
+
+    url = database_url(database, user=limited_role)
+    setup = Queue(url, strict=False)
+    setup.migrate()
+    setup.close()
+    with psycopg.connect(url):  # the role's one connection, taken
+        q = Queue(url, strict=False)
+        with pytest.raises(DatabaseUnavailable) as caught:
+            q.enqueue("record", {"n": 1})
+        assert caught.value.reason == "too many connections"
+        assert "refused a connection: too many connections" in str(caught.value)
+        assert "raise max_connections" in str(caught.value)
+        assert "unreachable" not in str(caught.value)
+        say_trouble_over_http(q, "too many connections", database, limited_role, "5432")
+        say_trouble_in_one_line(url, "too many connections")
+    assert q.enqueue("record", {"n": 2}) > 0  # the connection is free again
+    q.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs of the test's own, unmounted at the end."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        if os.environ.get("CI"):
+            pytest.fail("a small tmpfs needs root and mount (CI=true: a failure, not a skip)")
+        pytest.skip("a small tmpfs needs root and mount")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """A file taking all but ~100 KB of ``disk``'s free space; delete it to free space."""
+    filler = disk / "filler"
+    stat = os.statvfs(disk)
+    filler.write_bytes(b"\0" * max(0, stat.f_bavail * stat.f_frsize - 100_000))
+    return filler
+
+
+def test_a_full_disk_on_sqlite_says_disk_full_everywhere_and_tickq_recovers(
+    small_disk: Path,
+) -> None:
+    url = f"sqlite:///{small_disk / 'jobs.db'}"
+    q = Queue(url, strict=False)
+    q.migrate()
+    filler = fill(small_disk)
+    with pytest.raises(DatabaseUnavailable) as caught:
+        for n in range(1000):  # ~100 KB of jobs fill what is left
+            q.enqueue("record", {"n": n, "pad": "x" * 2000})
+    assert caught.value.reason == "disk full"
+    assert "is out of space: disk full" in str(caught.value)
+    with pytest.raises(DatabaseUnavailable, match="disk full"):
+        q.enqueue("record", {"n": -1, "pad": "x" * 2000})
+    say_trouble_over_http(q, "the database is out of space (disk full)", str(small_disk))
+    say_trouble_in_one_line(url, "disk full")
+    filler.unlink()
+    assert q.enqueue("record", {"n": -2}) > 0
+    assert q.tick()["jobs"]["claimed"] > 0
+    q.close()
+
+
+@pytest.fixture
+def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A folder and a read-only bind mount of it (as a read-only volume would be)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        if os.environ.get("CI"):
+            pytest.fail("a read-only bind mount needs root (CI=true: a failure, not a skip)")
+        pytest.skip("a read-only bind mount needs root and mount")
+    folder, view = tmp_path / "rw", tmp_path / "ro"
+    folder.mkdir()
+    view.mkdir()
+    subprocess.run(["mount", "--bind", str(folder), str(view)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], check=True)
+        yield folder, view
+    finally:
+        subprocess.run(["umount", "-l", str(view)], check=False)
+
+
+def test_a_read_only_sqlite_file_is_a_tickq_error_not_the_drivers(
+    read_only_view: tuple[Path, Path],
+) -> None:
+    folder, view = read_only_view
+    writer = Queue(f"sqlite:///{folder / 'jobs.db'}", strict=False)
+    writer.migrate()
+    writer.enqueue("record", {"n": 1})  # open: its -wal and -shm files exist
+    q = Queue(f"sqlite:///{view / 'jobs.db'}", strict=False)
+    with pytest.raises(DatabaseUnavailable) as caught:
+        q.enqueue("record", {"n": 2})
+    assert caught.value.reason == "read-only", caught.value
+    assert "is read-only for this process" in str(caught.value)
+    assert q.stats()["by_status"]["pending"] == 1  # reading still works
+    q.close()
+    writer.close()  # no -shm left to share: opening from the read-only view fails itself
+    alone = Queue(f"sqlite:///{view / 'jobs.db'}", strict=False)
+    with pytest.raises(DatabaseUnavailable) as caught:
+        alone.enqueue("record", {"n": 3})
+    assert caught.value.reason == "read-only" and "a read-only mount?" in str(caught.value)
+    alone.close()
