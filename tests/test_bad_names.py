@@ -63,9 +63,9 @@ def test_names_too_long_to_index_are_refused_alike_on_both_backends_naming_the_l
         with pytest.raises(ConfigurationError, match="at most 1000 fit"):
             lax.pause(name)
     assert lax.paused() == set() and sum(lax.stats()["by_status"].values()) == 0
-    with pytest.raises(ConfigurationError, match="job type .* at most 1000"):
+    with pytest.raises(ConfigurationError, match=r"job type .* at most 1000"):
         lax.job(name=text(1001))(lambda: None)
-    with pytest.raises(ConfigurationError, match="schedule name .* at most 1000"):
+    with pytest.raises(ConfigurationError, match=r"schedule name .* at most 1000"):
         lax.schedule(every=timedelta(hours=1), name=text(1001))(lambda: None)
 
 
@@ -91,9 +91,10 @@ def test_names_at_the_limits_work_everywhere(lax: Queue) -> None:
 def test_a_value_too_large_for_postgres_is_a_data_error_not_an_outage(pg_schema_url: str) -> None:
     q = Queue(pg_schema_url, strict=False)
     q.migrate()
+    # Past enqueue's checks, as an older caller's row would be:
     row = NewJob(type="x", payload_json="{}", queue="default", priority=0, max_attempts=1,
                  run_after=None, unique_key=text(3000), unique_scope="active",
-                 meta_json=None)  # fmt: skip  (past enqueue's checks, as an old caller's)
+                 meta_json=None)  # fmt: skip
     with pytest.raises(ConfigurationError) as caught:
         q.store.insert([row])
     assert not isinstance(caught.value, DatabaseUnavailable)

@@ -12,8 +12,8 @@ from .clock import require_aware
 from .errors import ConfigurationError, UnknownJobType
 from .job import NewJob
 from .job_options import (
-    check_max_attempts,
     check_job_type,
+    check_max_attempts,
     check_priority,
     check_queue,
     check_unique_key,

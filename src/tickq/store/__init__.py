@@ -43,7 +43,9 @@ def open_store(url: str, clock: Clock | None = None) -> SqlStore:
     if "=" in url and "://" not in url:
         hint = " (a libpq key/value string like 'host=h dbname=x'? write it as a URL)"
     # A bare word may be a password pasted in the wrong place: show only URL- or path-likes.
-    shown = repr(redact_text(redact_url(url))) if set(url) & set("/.@") else f"({len(url)} characters)"
+    shown = f"({len(url)} characters)"
+    if set(url) & set("/.@"):
+        shown = repr(redact_text(redact_url(url)))
     raise ConfigurationError(f"database URL {shown} has no valid scheme{hint}: {expected}")
 
 

@@ -199,7 +199,8 @@ class PostgresStore(SqlStore):
         why = _first_line(exc)
         if (large := too_large(exc, why)) is not None:
             return large
-        if isinstance(exc, self.psycopg.errors.ProtocolViolation) and "prepared statement" in str(exc):
+        pooled = isinstance(exc, self.psycopg.errors.ProtocolViolation)
+        if pooled and "prepared statement" in str(exc):
             # "bind message supplies 10 parameters, but prepared statement "_pg3_0"
             # requires 2": another client's statement of that name on a pooled server
             # connection. The bind failed, so the statement never ran.
