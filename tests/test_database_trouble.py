@@ -10,14 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+import pgcluster
 from conftest import PG_URL, require_postgres, run_tickq
 from test_web import AUTH, SECRET, TICK, serving
 from tickq import DatabaseUnavailable, Queue
@@ -84,9 +87,9 @@ def test_a_read_only_database_says_so_everywhere_and_tickq_recovers_when_it_is_w
     q = Queue(url, strict=False)
     with pytest.raises(DatabaseUnavailable) as caught:
         q.enqueue("record", {"n": 2})
-    assert caught.value.reason == "read-only"
     assert "is read-only (a replica?" in str(caught.value)
     assert "point the database URL at the primary" in str(caught.value)
+    assert caught.value.reason == "read-only"
     say_trouble_over_http(q, "the database is read-only (a replica?", database, "5432")
     say_trouble_in_one_line(url, "is read-only (a replica?")
     admin(f"ALTER DATABASE {database} SET default_transaction_read_only = off")
@@ -119,10 +122,10 @@ def test_too_many_connections_is_not_called_unreachable(database: str, limited_r
         q = Queue(url, strict=False)
         with pytest.raises(DatabaseUnavailable) as caught:
             q.enqueue("record", {"n": 1})
-        assert caught.value.reason == "too many connections"
         assert "refused a connection: too many connections" in str(caught.value)
         assert "raise max_connections" in str(caught.value)
         assert "unreachable" not in str(caught.value)
+        assert caught.value.reason == "too many connections"
         say_trouble_over_http(q, "too many connections", database, limited_role, "5432")
         say_trouble_in_one_line(url, "too many connections")
     assert q.enqueue("record", {"n": 2}) > 0  # the connection is free again
@@ -163,8 +166,8 @@ def test_a_full_disk_on_sqlite_says_disk_full_everywhere_and_tickq_recovers(
     with pytest.raises(DatabaseUnavailable) as caught:
         for n in range(1000):  # ~100 KB of jobs fill what is left
             q.enqueue("record", {"n": n, "pad": "x" * 2000})
-    assert caught.value.reason == "disk full"
     assert "is out of space: disk full" in str(caught.value)
+    assert caught.value.reason == "disk full"
     with pytest.raises(DatabaseUnavailable, match="disk full"):
         q.enqueue("record", {"n": -1, "pad": "x" * 2000})
     say_trouble_over_http(q, "the database is out of space (disk full)", str(small_disk))
@@ -203,8 +206,8 @@ def test_a_read_only_sqlite_file_is_a_tickq_error_not_the_drivers(
     q = Queue(f"sqlite:///{view / 'jobs.db'}", strict=False)
     with pytest.raises(DatabaseUnavailable) as caught:
         q.enqueue("record", {"n": 2})
-    assert caught.value.reason == "read-only", caught.value
     assert "is read-only for this process" in str(caught.value)
+    assert caught.value.reason == "read-only", caught.value
     assert q.stats()["by_status"]["pending"] == 1  # reading still works
     q.close()
     writer.close()  # no -shm left to share: opening from the read-only view fails itself
@@ -213,3 +216,97 @@ def test_a_read_only_sqlite_file_is_a_tickq_error_not_the_drivers(
         alone.enqueue("record", {"n": 3})
     assert caught.value.reason == "read-only" and "a read-only mount?" in str(caught.value)
     alone.close()
+
+
+@contextmanager
+def tmpfs(path: Path, size: str, owner: str | None = None) -> Iterator[Path]:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        if owner:
+            shutil.chown(path, owner, owner)
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@contextmanager
+def cluster(*initdb: str) -> Iterator[str]:
+    """A Postgres cluster of the test's own (``initdb`` options added); yields its URL."""
+    problem = pgcluster._missing()
+    if problem or shutil.which("mount") is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{problem or 'no mount'} (CI=true: a test that cannot run is a failure)")
+        pytest.skip(problem or "mount is missing")
+    name, port = f"tickq_{uuid.uuid4().hex[:10]}", pgcluster._free_port()
+    try:
+        subprocess.run(
+            ["pg_createcluster", pgcluster.VERSION, name, "-p", str(port), "--start",
+             "--", "--auth=trust", *initdb],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        drop(name)
+
+
+def drop(name: str) -> None:
+    """Stop at once and drop; a server out of WAL space may be restarting meanwhile."""
+    for _ in range(40):
+        stop = ["pg_ctlcluster", pgcluster.VERSION, name, "stop", "-m", "immediate"]
+        subprocess.run(stop, capture_output=True, timeout=120)
+        dropped = subprocess.run(["pg_dropcluster", pgcluster.VERSION, name],
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+        if dropped.returncode == 0:
+            return
+        time.sleep(0.25)
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A folder the postgres user can reach (pytest's tmp_path is private to root)."""
+    path = Path(f"/tmp/tickq-{uuid.uuid4().hex[:10]}")
+    path.mkdir(mode=0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def fill_postgres(q: Queue) -> DatabaseUnavailable:
+    """Enqueue jobs of ~8 KB that don't compress until the database says it can't."""
+    with pytest.raises(DatabaseUnavailable) as caught:
+        for n in range(20_000):
+            q.enqueue("record", {"n": n, "pad": os.urandom(4000).hex()})
+    return caught.value
+
+
+def test_a_full_disk_on_postgres_says_disk_full_everywhere(open_dir: Path) -> None:
+    with cluster() as url, tmpfs(open_dir / "small", "3m", owner="postgres") as disk:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:  # tickq's tables on a 3 MB disk
+            conn.execute(f"CREATE TABLESPACE small LOCATION '{disk}'")
+            conn.execute("ALTER DATABASE postgres SET default_tablespace = small")
+        q = Queue(url, strict=False)
+        q.migrate()
+        full = fill_postgres(q)
+        assert "is out of disk space: disk full (could not extend file" in str(full)
+        assert "free space on the database server" in str(full)
+        assert full.reason == "disk full", full
+        port = urlsplit(url).port
+        say_trouble_over_http(q, "the database is out of space (disk full)", f":{port}")
+        say_trouble_in_one_line(url, "disk full")
+        q.close()
+
+
+def test_a_full_wal_disk_on_postgres_says_disk_full_not_unreachable(open_dir: Path) -> None:
+    wal = open_dir / "wal"
+    with tmpfs(wal, "40m", owner="postgres"), cluster(f"--waldir={wal / 'pg_wal'}") as url:
+        q = Queue(url, strict=False)
+        q.migrate()
+        full = fill_postgres(q)  # the server then stops: nothing can be logged
+        assert "disk full (could not write to file" in str(full), full
+        assert "No space left on device" in str(full)
+        assert full.reason == "disk full", full
+        q.close()
