@@ -310,3 +310,22 @@ def test_a_full_wal_disk_on_postgres_says_disk_full_not_unreachable(open_dir: Pa
         assert "No space left on device" in str(full)
         assert full.reason == "disk full", full
         q.close()
+
+
+def test_a_worker_on_a_read_only_database_warns_without_tracebacks_and_resumes(
+    database: str,
+) -> None:
+    from workerproc import WorkerProcess, eventually
+
+    url = database_url(database)
+    q = Queue(url, strict=False)
+    q.migrate()
+    job_id = q.enqueue("work", {})
+    admin(f"ALTER DATABASE {database} SET default_transaction_read_only = on")
+    with WorkerProcess(TICKQ_DATABASE_URL=url) as worker:
+        line = worker.wait_for_line("trouble (try 2)")
+        assert "is read-only (a replica?" in line and "WARNING" in line.upper(), line
+        admin(f"ALTER DATABASE {database} SET default_transaction_read_only = off")
+        eventually(lambda: q.get_job(job_id).status == "done", what="the job to run")  # type: ignore[union-attr]
+        assert "Traceback" not in worker.output and "unexpected" not in worker.output
+    q.close()
