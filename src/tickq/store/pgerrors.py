@@ -22,6 +22,10 @@ from ..job_options import MAX_NAME_BYTES, MAX_UNIQUE_KEY_BYTES
 READ_ONLY_STATE, DISK_FULL_STATE, TOO_MANY_STATE, TOO_LARGE_STATE = (
     "25006", "53100", "53300", "54000",
 )  # fmt: skip
+READ_ONLY_WORDS = ("read-only transaction", "during recovery", "recovery is in progress")
+"""A hot standby's refusals ("cannot execute NOTIFY during recovery")."""
+TOO_MANY_WORDS = ("too many connections", "too many clients", "remaining connection slots")
+"""A refused connection's reasons (which carry no SQLSTATE)."""
 ADVICE = {
     READ_ONLY: (
         "is read-only (a replica? after a failover the URL may still lead to the old "
@@ -46,14 +50,11 @@ ADVICE = {
 def reason_of(exc: BaseException) -> str | None:
     """The kind of outage ``exc`` reports, or None when it is none of the known ones."""
     state, text = getattr(exc, "sqlstate", None), str(exc)
-    if state == READ_ONLY_STATE or "during recovery" in text or "read-only transaction" in text:
+    if state == READ_ONLY_STATE or any(words in text for words in READ_ONLY_WORDS):
         return READ_ONLY
     if state == DISK_FULL_STATE or "No space left on device" in text:
         return DISK_FULL
-    if state == TOO_MANY_STATE or any(
-        words in text
-        for words in ("too many connections", "too many clients", "remaining connection slots")
-    ):
+    if state == TOO_MANY_STATE or any(words in text for words in TOO_MANY_WORDS):
         return TOO_MANY_CONNECTIONS
     return None
 
