@@ -23,7 +23,7 @@ import pytest
 import pgcluster
 from conftest import PG_URL, require_postgres, run_tickq
 from test_web import AUTH, SECRET, TICK, serving
-from tickq import DatabaseUnavailable, Queue
+from tickq import DatabaseUnavailable, Queue, SchemaMissing
 
 APP = "apps.counter:q"
 
@@ -329,3 +329,64 @@ def test_a_worker_on_a_read_only_database_warns_without_tracebacks_and_resumes(
         eventually(lambda: q.get_job(job_id).status == "done", what="the job to run")  # type: ignore[union-attr]
         assert "Traceback" not in worker.output and "unexpected" not in worker.output
     q.close()
+
+
+@contextmanager
+def primary_and_standby() -> Iterator[tuple[str, str, str]]:
+    """A primary and a hot standby streaming from it (clusters of the test's own); yields
+    their URLs and the standby's cluster name."""
+    with cluster() as primary:
+        name, port = f"tickq_{uuid.uuid4().hex[:10]}", pgcluster._free_port()
+        version = pgcluster.VERSION
+        try:
+            create = ["pg_createcluster", version, name, "-p", str(port), "--", "--auth=trust"]
+            subprocess.run(create, check=True, capture_output=True, timeout=120)
+            data = f"/var/lib/postgresql/{version}/{name}"
+            subprocess.run(["find", data, "-mindepth", "1", "-delete"], check=True)
+            subprocess.run(
+                ["runuser", "-u", "postgres", "--", "pg_basebackup", "-h", "127.0.0.1", "-p",
+                 str(urlsplit(primary).port), "-U", "postgres", "-D", data, "-R", "-X", "stream"],
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+            subprocess.run(["pg_ctlcluster", version, name, "start"], check=True,
+                           capture_output=True, timeout=120)  # fmt: skip
+            yield primary, f"postgresql://postgres@127.0.0.1:{port}/postgres", name
+        finally:
+            drop(name)
+
+
+def test_a_replica_is_read_only_a_replica_and_its_promotion_needs_no_restart() -> None:
+    with primary_and_standby() as (primary_url, replica_url, replica):
+        primary = Queue(primary_url, strict=False)
+        primary.migrate()
+        job_id = primary.enqueue("record", {"n": 1})
+        primary.close()
+        q = Queue(replica_url, strict=False)  # as an app still pointed at the old primary
+        from workerproc import eventually
+
+        eventually(lambda: _replayed(q, job_id), what="the job to reach the replica")
+        with pytest.raises(DatabaseUnavailable) as caught:
+            q.enqueue("record", {"n": 2})
+        assert "is read-only (a replica?" in str(caught.value)
+        assert caught.value.reason == "read-only"
+        say_trouble_over_http(q, "the database is read-only (a replica?")
+        say_trouble_in_one_line(replica_url, "is read-only (a replica?")
+        subprocess.run(["pg_ctlcluster", pgcluster.VERSION, replica, "promote"], check=True,
+                       capture_output=True, timeout=120)  # fmt: skip
+        assert eventually(lambda: _enqueued(q), what="an enqueue on the promoted replica")
+        assert q.tick()["jobs"]["claimed"] == 2
+        q.close()
+
+
+def _replayed(q: Queue, job_id: int) -> bool:
+    try:
+        return q.get_job(job_id) is not None
+    except SchemaMissing:  # the tables themselves are not replayed yet
+        return False
+
+
+def _enqueued(q: Queue) -> int | None:
+    try:
+        return q.enqueue("record", {"n": 3})
+    except DatabaseUnavailable:
+        return None
