@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from conftest import run_tickq
+from conftest import PG_URL, require_postgres, run_tickq
 from dashboard_serving import serving
 from test_database_down import closed_port
 from test_http_fuzz import wsgiref_serving
@@ -163,6 +164,20 @@ def test_the_dashboards_503_page_names_no_host_port_user_or_database() -> None:
             assert r.headers["retry-after"] == "30"
             assert "the database is unreachable or dropped the connection" in r.text
             for word in ("127.0.0.1", str(port), "alice_db_user", "orders_prod", "hunter2"):
+                assert word not in r.text, (word, path)
+
+
+def test_the_dashboard_on_a_database_that_does_not_exist_names_none_of_it() -> None:
+    require_postgres()
+    parts = urlsplit(PG_URL)
+    missing = f"orders_prod_{random.randrange(10**9)}"
+    q = Queue(parts._replace(path=f"/{missing}").geturl())
+    with serving(q.asgi_app(dashboard={"auth": lambda request: True})) as base:
+        for path in ("/tickq/", "/tickq/jobs", "/tickq/schedules", "/tickq/jobs/1"):
+            r = httpx.get(base + path, timeout=30)
+            assert r.status_code == 503, (path, r.text[:300])
+            assert "tickq is misconfigured" in r.text
+            for word in (missing, str(parts.port or 5432), parts.hostname or "127.0.0.1"):
                 assert word not in r.text, (word, path)
 
 
