@@ -2,8 +2,10 @@
 failover to a replica), too many connections, a full disk — is a ``DatabaseUnavailable``
 that says which, in words, on every surface: enqueue raises it (never a raw driver error),
 the tick endpoint answers 503 with ``Retry-After`` through a real socket (no host, port or
-database name), and ``tickq tick`` prints one line and exits 1 (no traceback). Each fault
-is real: a database set read-only, a role with CONNECTION LIMIT 1, a small tmpfs."""
+database name), ``tickq tick`` prints one line and exits 1 (no traceback), and a worker
+logs WARNING lines naming it and carries on. Each fault is real: a database set read-only,
+a hot standby (promoted at the end), a role with CONNECTION LIMIT 1, tickq's tables or
+Postgres's WAL or a SQLite file on a small tmpfs, a read-only bind mount."""
 
 from __future__ import annotations
 
