@@ -12,10 +12,10 @@ from .clock import require_aware
 from .errors import ConfigurationError, UnknownJobType
 from .job import NewJob
 from .job_options import (
+    check_job_type,
     check_max_attempts,
     check_priority,
     check_queue,
-    check_text,
     check_unique_key,
     check_unique_scope,
 )
@@ -54,7 +54,7 @@ def new_job(
             "the function with @q.job, or use Queue(strict=False) to enqueue types "
             "that another process handles"
         )
-    check_text("job type", job_type)
+    check_job_type(job_type)
     unique_scope = check_unique_scope(unique_scope)
     payload_json = dump_payload(payload, job_type)
     if definition is not None:

@@ -27,8 +27,29 @@ class InvalidTransition(TickqError):
     """The job is not in a state that allows this operation (e.g. retrying a done job)."""
 
 
+UNREACHABLE = "unreachable"
+READ_ONLY = "read-only"
+DISK_FULL = "disk full"
+TOO_MANY_CONNECTIONS = "too many connections"
+LOCKED = "locked"
+
+
 class DatabaseUnavailable(TickqError):
-    """The database could not be reached or dropped the connection; safe to try again."""
+    """The database can't be used right now; safe to try again once it can.
+
+    ``reason`` says why, in words: ``"unreachable"`` (down, or the connection dropped),
+    ``"read-only"`` (a replica, e.g. after a failover, or a read-only file), ``"disk full"``,
+    ``"too many connections"`` or ``"locked"`` (SQLite: another writer held the lock). The
+    message says what to do. An error in what was sent (a value too large to store) is
+    never this: that is a ``ConfigurationError``, and trying again would fail again.
+    """
+
+    def __init__(self, message: str = "", reason: str = UNREACHABLE) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[DatabaseUnavailable], tuple[str, str]]:
+        return type(self), (str(self), self.reason)
 
 
 class SchemaMissing(TickqError):

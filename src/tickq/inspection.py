@@ -70,6 +70,10 @@ class Inspection:
         """
         if batch < 1:
             raise ConfigurationError(f"batch must be >= 1, got {batch}")
+        if type is not None:
+            from .job_options import check_text
+
+            check_text("type", type)  # a NUL, say, which no job's type holds
         total, done = self.store.count_failed(type), 0
         while ids := self.store.retry_failed(type, batch):
             done += len(ids)
@@ -127,7 +131,7 @@ class Inspection:
         it was not paused. ``tickq resume APP QUEUE`` does the same."""
         from .job_options import check_queue
 
-        return self.store.resume(check_queue(queue))
+        return self.store.resume(check_queue(queue, bounded=False))
 
     def paused(self) -> set[str]:
         """The names of the paused queues."""

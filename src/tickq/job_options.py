@@ -14,6 +14,12 @@ if TYPE_CHECKING:
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 """What an ``INTEGER`` column holds on both backends: priority and max_attempts live there."""
 UNIQUE_SCOPES = ("active", "all")
+MAX_NAME_BYTES = 1000
+"""The longest job type or queue name, in bytes of UTF-8, on both backends: Postgres
+indexes them (one B-tree entry holds ~2,700 bytes, and some hold a type and a queue), and a
+queue name is the payload of ``NOTIFY`` (under 8,000 bytes)."""
+MAX_UNIQUE_KEY_BYTES = 2000
+"""The longest ``unique_key``, in bytes of UTF-8, on both backends (a unique index holds it)."""
 
 
 def check_priority(value: Any) -> int:
@@ -26,17 +32,45 @@ def check_max_attempts(value: Any) -> int:
     return _int("max_attempts", value, 1)
 
 
-def check_queue(value: Any) -> str:
-    """``queue``: a non-empty name."""
+def check_queue(value: Any, *, bounded: bool = True) -> str:
+    """``queue``: a non-empty name of at most ``MAX_NAME_BYTES`` (``bounded=False``: of
+    any length, to resume a queue paused before the limit)."""
     text = check_text("queue", value)
     if not text:
         raise ConfigurationError("queue must be a non-empty name, got ''")
-    return text
+    return check_size("queue", text, MAX_NAME_BYTES) if bounded else text
+
+
+def check_job_type(value: Any) -> str:
+    """A job type: a str of at most ``MAX_NAME_BYTES``."""
+    return check_name("job type", value)
+
+
+def check_name(option: str, value: Any) -> str:
+    """A name tickq stores and indexes (job type, schedule): at most ``MAX_NAME_BYTES``."""
+    return check_size(option, check_text(option, value), MAX_NAME_BYTES)
 
 
 def check_unique_key(value: Any) -> str | None:
-    """``unique_key``: None or a string."""
-    return None if value is None else check_text("unique_key", value)
+    """``unique_key``: None or a string of at most ``MAX_UNIQUE_KEY_BYTES``."""
+    if value is None:
+        return None
+    text = check_text("unique_key", value)
+    return check_size("unique_key", text, MAX_UNIQUE_KEY_BYTES, KEY_HINT)
+
+
+KEY_HINT = ", e.g. to a hash of it (hashlib.sha256(key.encode()).hexdigest())"
+
+
+def check_size(option: str, text: str, limit: int, hint: str = "") -> str:
+    """``text`` if it is at most ``limit`` bytes of UTF-8, else one line naming the limit."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > limit:
+        raise ConfigurationError(
+            f"{option} {text[:40]!r}... is {size} bytes long (UTF-8); at most {limit} fit "
+            f"every backend (Postgres indexes it): shorten it{hint}"
+        )
+    return text
 
 
 def check_unique_scope(value: Any) -> str:

@@ -38,6 +38,21 @@ def _redact_option(option: str) -> str:
     return option
 
 
+def redact_text(text: str) -> str:
+    """Any text (an error line, a command line) with every URL's password and every
+    credential-looking ``name=value`` hidden: ``password=S3cret host=h`` (a libpq
+    key/value string) -> ``password=*** host=h``."""
+    import re  # argparse, which every caller has loaded, imports it anyway
+
+    text = re.sub(r"[A-Za-z][\w+.-]*://[^\s'\"]+", lambda m: redact_url(m[0]), text)
+    return re.sub(
+        rf"([\w-]*(?:{'|'.join(SECRET_WORDS)})[\w-]*)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)",
+        lambda m: m[1] + m[2] + HIDDEN if m[3] != HIDDEN else m[0],
+        text,
+        flags=re.IGNORECASE,
+    )
+
+
 def url_location(url: str) -> str:
     """Where a database URL points, for an operator's log: ``host:port/db``, no user."""
     rest = url.partition("://")[2] or url

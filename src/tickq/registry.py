@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from .errors import ConfigurationError
 from .job import Frozen
+from .job_options import check_job_type
 from .signature import is_async, parameters, payload_names, signature_text
 
 TYPE_CHECKING = False
@@ -185,7 +186,7 @@ def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: 
     """The definition ``@q.job`` registers for ``f`` (options already checked)."""
     from .context import JobContext
 
-    job_name = name or f.__name__
+    job_name = check_job_type(name or f.__name__)
     params = parameters(f)
     for reserved in RESERVED_PARAMS:
         if any(p[0] == reserved for p in params):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import require_aware
 from .errors import ConfigurationError
+from .job_options import check_name
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -83,6 +84,7 @@ class ScheduleDefinition:
         where = f"schedule {self.name!r}"
         if not self.name:
             raise ConfigurationError("a schedule needs a non-empty name")
+        check_name("schedule name", self.name)
         if (self.cron is None) == (self.every is None):
             raise ConfigurationError(
                 f"{where} needs exactly one of cron (e.g. '*/15 * * * *') or "

@@ -11,8 +11,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ..errors import TickqError
+from ..redact import redact_text
 
 COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection", "controls",
                    "dashboard")  # fmt: skip
@@ -23,7 +25,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     defines it are imported (``tickq tick`` on a waking host skips the demo's imports)."""
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tickq",
         description="Durable background jobs in your app's own database.",
     )
@@ -34,6 +36,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command is not None and command in subparsers.choices:
             break
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but its errors never show a password: a URL given where another argument
+    goes is echoed back (``unrecognized arguments: --url postgresql://app:***@db/app``)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact_text(message))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return reader_went_away()
     except TickqError as exc:
-        print(f"tickq: error: {exc}", file=sys.stderr)
+        print(f"tickq: error: {redact_text(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -27,6 +27,14 @@ def load_app(spec: str | None) -> Queue:
         raise ConfigurationError(
             "no app given: pass APP as module:attribute (e.g. myapp.jobs:q) or set TICKQ_APP"
         )
+    if "://" in spec:
+        from ..redact import redact_url
+
+        raise ConfigurationError(
+            f"APP {redact_url(spec)!r} is a database URL, not module:attribute naming your "
+            "Queue (e.g. myapp.jobs:q); `tickq migrate --url URL` takes a URL, and a Queue() "
+            "made without one reads $TICKQ_DATABASE_URL"
+        )
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ConfigurationError(f"APP must look like module:attribute, got {spec!r}")

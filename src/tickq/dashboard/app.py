@@ -17,6 +17,9 @@ from ..errors import (
     JobNotFound,
     SchemaMissing,
 )
+from ..job_options import check_queue, check_text
+from ..logger import library_logger
+from ..web.options import MISCONFIGURED, RETRY_AFTER_SECONDS, SCHEMA_MISSING, database_trouble
 from .http import Request, Response
 from .render import render, static_file
 
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from .host import Queue
 
 AuthHook = Callable[[Request], bool]
+log = library_logger("tickq")
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -121,14 +125,16 @@ class Dashboard:
             return self.static(request.path.removeprefix("/static/"))
         if (why := self.problem()) is not None:
             return self.page(request, "closed.html", 503, message=why)
+        if request.problem:
+            return self.page(request, "error.html", 400, message=request.problem)
         had = request.cookies.get(access.CSRF_COOKIE)
         if not access.good_nonce(had):  # the first visit: forms carry a token for a new nonce
             had = None
             request.cookies[access.CSRF_COOKIE] = access.new_nonce()
         try:
             response = self.route(request)
-        except (DatabaseUnavailable, SchemaMissing) as exc:
-            response = self.page(request, "error.html", 503, message=str(exc))
+        except (DatabaseUnavailable, SchemaMissing, ConfigurationError) as exc:
+            response = self.trouble(request, exc)  # the store's: the input was checked
         if not had:
             nonce = request.cookies[access.CSRF_COOKIE]
             response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
@@ -160,6 +166,8 @@ class Dashboard:
                                  rows=views.schedules(self.queue, now))  # fmt: skip
             if path.startswith("/jobs/") and (job_id := _job_id(path[6:])) is not None:
                 return self.detail(request, job_id)
+        except ConfigurationError:
+            raise  # the store's (a database that does not exist): not the request's fault
         except ValueError as exc:
             return self.page(request, "error.html", 400, message=str(exc))
         return self.page(request, "error.html", 404, message=f"no page at {request.path}")
@@ -209,6 +217,10 @@ class Dashboard:
 
     def retry_failed(self, request: Request) -> Response:
         job_type = request.form.get("type") or None
+        try:
+            check_text("type", job_type or "")
+        except ConfigurationError as exc:
+            return self.page(request, "error.html", 400, message=str(exc))
         count = self.queue.retry_failed(job_type)
         query = {"status": "failed", **({"type": job_type} if job_type else {}),
                  "retried": count}  # fmt: skip
@@ -218,9 +230,10 @@ class Dashboard:
         """Pause or resume the queue named in the form, then show the overview."""
         queue = request.form.get("queue") or ""
         try:
-            getattr(self.queue, verb)(queue)
-        except (ConfigurationError, TypeError) as exc:
+            check_queue(queue, bounded=verb == "pause")
+        except ConfigurationError as exc:
             return self.page(request, "error.html", 400, message=str(exc))
+        getattr(self.queue, verb)(queue)
         return redirect(request.url("/"))
 
     def csrf_ok(self, request: Request) -> bool:
@@ -301,6 +314,19 @@ class Dashboard:
         return "; ".join(parts)
 
     # -- responses ----------------------------------------------------------------------
+    def trouble(
+        self, request: Request, exc: DatabaseUnavailable | SchemaMissing | ConfigurationError
+    ) -> Response:
+        """A 503 saying what is wrong with the database and what to do; where it lives
+        (host, port, name, path) goes to the log only."""
+        log.warning("tickq dashboard: %s", exc)
+        if not isinstance(exc, DatabaseUnavailable):
+            message = SCHEMA_MISSING if isinstance(exc, SchemaMissing) else MISCONFIGURED
+            return self.page(request, "error.html", 503, message=message)
+        response = self.page(request, "error.html", 503, message=database_trouble(exc.reason))
+        response.headers.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
+        return response
+
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
         forms = template not in ("error.html", "closed.html")  # these have none
         body = render(

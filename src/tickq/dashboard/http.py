@@ -32,6 +32,8 @@ class Request:
     client: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     native: Any = None
+    problem: str = ""
+    """Why the request is refused before anything else (a 400), e.g. too many fields."""
 
     def url(self, path: str = "/") -> str:
         """The browser-facing URL of a dashboard path."""
@@ -53,11 +55,20 @@ class Response:
 
 
 def parse_query(text: str) -> dict[str, str]:
-    """The first value of each field; blank values are dropped (an empty filter is none)."""
+    """The first value of each field; blank values are dropped (an empty filter is none).
+    More than ``MAX_FIELDS`` fields is a ``ValueError``."""
     out: dict[str, str] = {}
     for key, value in parse_qsl(text, keep_blank_values=False, max_num_fields=MAX_FIELDS):
         out.setdefault(key, value)
     return out
+
+
+def query_of(text: str) -> tuple[dict[str, str], str]:
+    """The query's fields, and why it is refused ("" when it is not)."""
+    try:
+        return parse_query(text), ""
+    except ValueError:
+        return {}, f"too many query parameters: at most {MAX_FIELDS}"
 
 
 def parse_form(body: bytes, content_type: str) -> dict[str, str]:
@@ -85,6 +96,7 @@ def from_environ(environ: dict[str, Any], base: str, path: str, native: Any = No
     content_type = str(environ.get("CONTENT_TYPE") or "")
     headers["content-type"] = content_type
     method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+    query, problem = query_of(str(environ.get("QUERY_STRING") or ""))
     body = b""
     if method == "POST":
         try:
@@ -94,7 +106,7 @@ def from_environ(environ: dict[str, Any], base: str, path: str, native: Any = No
         body = environ["wsgi.input"].read(length) if length > 0 else b""
     return Request(
         method=method, path=path or "/", base=base,
-        query=parse_query(str(environ.get("QUERY_STRING") or "")),
+        query=query, problem=problem,
         cookies=parse_cookies(headers.get("cookie", "")),
         form=parse_form(body, content_type),
         https=environ.get("wsgi.url_scheme") == "https" or _forwarded_https(headers),
@@ -113,9 +125,10 @@ def from_scope(scope: dict[str, Any], base: str, path: str, body: bytes) -> Requ
     headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                for k, v in scope.get("headers", ())}  # fmt: skip
     client = scope.get("client") or ("", 0)
+    query, problem = query_of(bytes(scope.get("query_string", b"")).decode("latin-1"))
     return Request(
         method=str(scope.get("method", "GET")).upper(), path=path or "/", base=base,
-        query=parse_query(bytes(scope.get("query_string", b"")).decode("latin-1")),
+        query=query, problem=problem,
         cookies=parse_cookies(headers.get("cookie", "")),
         form=parse_form(body, headers.get("content-type", "")),
         https=scope.get("scheme") == "https" or _forwarded_https(headers),

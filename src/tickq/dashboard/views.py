@@ -119,6 +119,12 @@ def alert_row(job: Job) -> dict[str, Any]:
 def jobs(q: Queue, query: dict[str, str]) -> dict[str, Any]:
     """A page of jobs for the filters in ``query``, or the jobs a search finds."""
     filters = {k: query[k] for k in ("status", "type", "queue") if query.get(k)}
+    for name in ("type", "queue", "q"):
+        if "\x00" in query.get(name, ""):
+            raise ValueError(
+                f"{name} contains a NUL character, which no job's type, queue or unique key "
+                "can hold: remove it"
+            )
     if filters.get("status") not in (None, *STATUSES):
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {filters['status']!r}")
     search = query.get("q", "").strip()

@@ -33,15 +33,19 @@ def open_store(url: str, clock: Clock | None = None) -> SqlStore:
     expected = "expected sqlite:///path.db or postgresql://user@host:5432/dbname"
     if scheme[:1].isalpha() and len(scheme) <= 30 and set(scheme) <= SCHEME_CHARS:
         raise ConfigurationError(f"unsupported database URL scheme {scheme!r}: {expected}")
-    from ..redact import redact_url
+    from ..redact import redact_text, redact_url
 
     hint = (
         f" (did you mean 'sqlite:///{redact_url(url)}'?)"
         if url.endswith((".db", ".sqlite"))
         else ""
     )
+    if "=" in url and "://" not in url:
+        hint = " (a libpq key/value string like 'host=h dbname=x'? write it as a URL)"
     # A bare word may be a password pasted in the wrong place: show only URL- or path-likes.
-    shown = repr(redact_url(url)) if set(url) & set("/.@") else f"({len(url)} characters)"
+    shown = f"({len(url)} characters)"
+    if set(url) & set("/.@"):
+        shown = repr(redact_text(redact_url(url)))
     raise ConfigurationError(f"database URL {shown} has no valid scheme{hint}: {expected}")
 
 

@@ -14,12 +14,13 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
-from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
+from ..errors import UNREACHABLE, ConfigurationError, DatabaseUnavailable, SchemaMissing
 from ..job import NewJob
 from ..logger import log
 from ..redact import redact_url, url_location
 from .base import CHUNK, SqlStore
 from .horizon import PostgresHorizon
+from .pgerrors import reason_of, too_large, unavailable
 from .pooler import guess_pooler, split_pooler
 
 if TYPE_CHECKING:
@@ -189,19 +190,29 @@ class PostgresStore(PostgresHorizon, SqlStore):
                 f"PostgreSQL at {self._where()} aborted a batch of statements after an "
                 f"earlier one failed ({_first_line(exc)}); tickq reconnects and tries again"
             ) from exc
-        except self.psycopg.OperationalError as exc:
-            if isinstance(exc, errors.ProtocolViolation) and "prepared statement" in str(exc):
-                # "bind message supplies 10 parameters, but prepared statement "_pg3_0"
-                # requires 2": another client's statement of that name on a pooled server
-                # connection. The bind failed, so the statement never ran.
-                raise self._pooler_lost_statement(exc) from exc
-            self.drop_connection()
-            if refused := login_refused(str(exc)):
-                raise ConfigurationError(f"PostgreSQL at {self._where()} {refused}") from exc
-            raise DatabaseUnavailable(
-                f"PostgreSQL at {self._where()} is unreachable or dropped the connection "
-                f"({_first_line(exc)}); tickq reconnects on the next call"
-            ) from exc
+        except self.psycopg.Error as exc:
+            if (meant := self._meaning(exc)) is None:
+                raise
+            raise meant from exc
+
+    def _meaning(self, exc: Exception) -> Exception | None:
+        """What ``exc`` means in tickq's words (None: itself, e.g. a unique clash)."""
+        why = _first_line(exc)
+        if (large := too_large(exc, why)) is not None:
+            return large
+        pooled = isinstance(exc, self.psycopg.errors.ProtocolViolation)
+        if pooled and "prepared statement" in str(exc):
+            # "bind message supplies 10 parameters, but prepared statement "_pg3_0"
+            # requires 2": another client's statement of that name on a pooled server
+            # connection. The bind failed, so the statement never ran.
+            return self._pooler_lost_statement(exc)
+        reason = reason_of(exc)
+        if reason is None and not isinstance(exc, self.psycopg.OperationalError):
+            return None
+        self.drop_connection()  # after a failover a new connection may reach the primary
+        if reason is None and (refused := login_refused(str(exc))):
+            return ConfigurationError(f"PostgreSQL at {self._where()} {refused}")
+        return unavailable(self._where(), reason or UNREACHABLE, why)
 
     def _where(self) -> str:
         return url_location(self.url)

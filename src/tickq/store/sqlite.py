@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 from json import dumps
 from time import monotonic
 
-from ..errors import ConfigurationError, DatabaseUnavailable, SchemaMissing
+from ..errors import (
+    DISK_FULL,
+    LOCKED,
+    READ_ONLY,
+    ConfigurationError,
+    DatabaseUnavailable,
+    SchemaMissing,
+)
 from .base import SqlStore
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
@@ -120,13 +127,16 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                     f"tickq's tables are missing or not up to date in {self.path} ({message}); "
                     "run q.migrate() or `tickq migrate APP` first"
                 ) from exc
+            if (trouble := self._trouble(exc)) is not None:
+                raise trouble from exc
             if "locked" in message or "busy" in message:
                 raise DatabaseUnavailable(
                     f"SQLite database {self.path} stayed locked by another writer for "
                     f"{self.busy_timeout:g}s; if your code holds a write transaction on it "
                     "while calling tickq (e.g. a SQLAlchemy session that has flushed), pass "
                     "conn= to enqueue inside it; otherwise try again, or raise ?timeout= in "
-                    "the URL"
+                    "the URL",
+                    LOCKED,
                 ) from exc
             if "unable to open" in message and not self._uri:
                 import os.path
@@ -137,12 +147,38 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                         f"cannot open SQLite database {self.path!r}: the folder {folder!r} "
                         "does not exist; create it or fix the path in the URL"
                     ) from exc
+                if not os.access(folder, os.W_OK):  # -wal and -shm can't be made there
+                    raise DatabaseUnavailable(
+                        f"cannot open SQLite database {self.path!r} ({message}): its folder "
+                        f"{folder!r} is read-only for this process (a read-only mount?); make "
+                        "it writable; tickq tries again on the next call",
+                        READ_ONLY,
+                    ) from exc
             if "unable to open" in message:
                 raise DatabaseUnavailable(
                     f"cannot open SQLite database {self.path!r}: {message}; "
                     "check the folder exists and is writable"
                 ) from exc
             raise
+
+    def _trouble(self, exc: sqlite3.OperationalError) -> DatabaseUnavailable | None:
+        """A full disk or a file this process can't write, in words; else None."""
+        code = _code(exc)
+        if code == sqlite3.SQLITE_FULL:
+            return DatabaseUnavailable(
+                f"SQLite database {self.path} is out of space: disk full ({exc}): free space "
+                "on the disk that holds it (its -wal file grows with each write until a "
+                "checkpoint); tickq tries again on the next call",
+                DISK_FULL,
+            )
+        if code == sqlite3.SQLITE_READONLY:
+            return DatabaseUnavailable(
+                f"SQLite database {self.path} is read-only for this process ({exc}): make "
+                "the file, its -wal and -shm files and its folder writable (a read-only "
+                "mount?); tickq tries again on the next call",
+                READ_ONLY,
+            )
+        return None
 
     def _execute(self, conn: sqlite3.Connection, sql: str, params: Any = ()) -> Rows:
         """``conn.execute(sql)`` waiting up to ``busy_timeout`` for another writer's lock,
@@ -391,8 +427,14 @@ def _data_version(conn: sqlite3.Connection) -> int:
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
     """Another connection holds the lock (SQLITE_BUSY and its extended codes)."""
+    code = _code(exc)
+    return code == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
+
+
+def _code(exc: sqlite3.Error) -> int | None:
+    """The primary result code of ``exc`` (SQLITE_FULL, SQLITE_READONLY...), if known."""
     code = getattr(exc, "sqlite_errorcode", None)
-    return code & 0xFF == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
+    return code & 0xFF if code is not None else None
 
 
 def split_statements(script: str) -> list[str]:

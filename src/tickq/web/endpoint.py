@@ -21,7 +21,6 @@ from ..logger import library_logger
 from ..tick import strict_problems
 from .options import (
     CURRENT_SOURCES,
-    DATABASE_DOWN,
     MAX_AUTH_HEADER,
     METRICS_TOKEN_ENV,
     MISCONFIGURED,
@@ -32,6 +31,7 @@ from .options import (
     SEE_LOG,
     TICK_PARAMS,
     EndpointOptions,
+    database_trouble,
     secret_problem,
 )
 from .query import QueryError, parse_flag, parse_limit, parse_query
@@ -355,7 +355,7 @@ def failure_response(what: str, exc: Exception) -> Response:
     if isinstance(exc, DatabaseUnavailable):
         log.warning("tickq %s: %s", what, exc)
         retry = [("retry-after", str(RETRY_AFTER_SECONDS))]
-        return error(503, f"{what} ({type(exc).__name__}): {DATABASE_DOWN}", retry)
+        return error(503, f"{what} ({type(exc).__name__}): {database_trouble(exc.reason)}", retry)
     if isinstance(exc, SchemaMissing):
         log.error("tickq %s: %s", what, exc)
         return error(503, f"{what} ({type(exc).__name__}): {SCHEMA_MISSING}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import TypedDict
 
-from ..errors import ConfigurationError
+from ..errors import DISK_FULL, LOCKED, READ_ONLY, TOO_MANY_CONNECTIONS, ConfigurationError
 
 SECRET_ENV = "CRON_SECRET"
 PREVIOUS_SECRET_ENV = "CRON_SECRET_PREVIOUS"
@@ -28,6 +28,34 @@ DATABASE_DOWN = (
     "reconnects on the next call). If it lasts, check that the database is up and that the "
     f"app's database URL points at it; {SEE_LOG}"
 )
+DATABASE_TROUBLE = {
+    READ_ONLY: (
+        "the database is read-only (a replica? after a failover the app may still reach the "
+        "old primary); try again later (tickq reconnects on the next call). If it lasts, "
+        f"point the app's database URL at the primary; {SEE_LOG}"
+    ),
+    DISK_FULL: (
+        "the database is out of space (disk full); try again later. Free space on the "
+        f"database's disk; {SEE_LOG}"
+    ),
+    TOO_MANY_CONNECTIONS: (
+        "the database refused a connection: too many connections; try again later. If it "
+        "lasts, raise the database's connection limit, put a pooler in front of it or run "
+        f"fewer processes; {SEE_LOG}"
+    ),
+    LOCKED: (
+        "the database stayed locked by another writer; try again later. If it lasts, look "
+        f"for a process holding a write transaction open; {SEE_LOG}"
+    ),
+}
+
+
+def database_trouble(reason: str) -> str:
+    """What an HTTP answer says when the database can't be used for ``reason``: what
+    happened and what to do, never where the database lives."""
+    return DATABASE_TROUBLE.get(reason, DATABASE_DOWN)
+
+
 SCHEMA_MISSING = (
     "tickq's tables are missing or out of date in this database: run q.migrate() or "
     f"`tickq migrate APP` when deploying; {SEE_LOG}"
