@@ -164,13 +164,23 @@ class WebFactories:
 
         return add_flask_rules(bp, self._dashboard(as_dashboard, dashboard))
 
-    def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
+    def fastapi_router(
+        self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
+    ) -> Any:
         """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
         adds ``POST /api/cron/tick`` and ``GET /api/cron/health`` beside the app's own
-        routes (``prefix=`` moves them). Options as for ``asgi_app``."""
+        routes (``prefix=`` moves them). Options as for ``asgi_app``; ``dashboard=True``
+        adds the dashboard under ``/tickq/`` (below the same ``prefix=``)."""
         from .web.fastapi import router
 
-        return router(self.endpoint(**options))
+        api = router(self.endpoint(**options))
+        if dashboard is False:
+            return api
+        from .dashboard import as_dashboard
+        from .dashboard.adapters import add_starlette_routes
+
+        add_starlette_routes(api.routes, self._dashboard(as_dashboard, dashboard))
+        return api
 
     def django_urls(
         self,
