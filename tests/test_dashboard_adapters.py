@@ -1,6 +1,10 @@
-"""The dashboard inside a FastAPI app (``q.fastapi_router(dashboard=...)``), over uvicorn."""
+"""The dashboard served by every adapter docs/frameworks.md names, over real servers: the
+FastAPI router, a Starlette mount, the WSGI app (Flask and Django: test_dashboard_http)."""
 
 from __future__ import annotations
+
+import threading
+from socketserver import ThreadingMixIn
 
 import httpx
 import pytest
@@ -69,3 +73,48 @@ def test_fastapi_dashboard_takes_a_prefix_option_and_refuses_without_a_password(
         refused = client.get(f"{server}/admin/jobs/")
         assert refused.status_code == 503, "no password and no auth hook: never open"
         assert client.get(f"{server}/tickq/").status_code == 404
+
+
+def logged_in_page(client: httpx.Client, base: str, prefix: str, q: Queue) -> None:
+    """Log in at ``base`` and read a job's page, its links under ``prefix``."""
+    assert client.get(f"{base}/tickq/").headers["location"].startswith(f"{prefix}/tickq/login")
+    assert login(client, base).status_code == 303
+    page = client.get(f"{base}/tickq/jobs/{failed_id(q)}")
+    assert page.status_code == 200 and SECRET_PAYLOAD in page.text
+    assert f'href="{prefix}/tickq/static/dashboard.css"' in page.text
+
+
+def test_starlette_mount_under_a_prefix_serves_the_dashboard(q: Queue) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    site = Starlette(routes=[
+        Route("/", lambda request: PlainTextResponse("home")),
+        Mount("/jobs", app=q.asgi_app(secret=SECRET, dashboard={"password": PASSWORD})),
+    ])  # fmt: skip
+    with serving(site) as server, httpx.Client(timeout=30) as client:
+        assert client.get(server + "/").text == "home"
+        logged_in_page(client, server + "/jobs", "/jobs", q)
+
+
+def test_wsgi_app_behind_a_real_wsgi_server_serves_the_dashboard(q: Queue) -> None:
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Threaded(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    app = q.wsgi_app(secret=SECRET, dashboard={"password": PASSWORD})
+    server = make_server("127.0.0.1", 0, app, server_class=Threaded, handler_class=Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with httpx.Client(timeout=30) as client:
+            logged_in_page(client, f"http://127.0.0.1:{server.server_port}", "", q)
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
