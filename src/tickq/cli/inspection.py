@@ -16,6 +16,7 @@ from ..errors import ConfigurationError
 from ..job import Attempt, Job, JobState
 from ..queue import Queue
 from .app import load_app
+from .names import check_queue, check_type
 from .tables import Progress, age, first_line, parse_duration, table, when
 
 STATUSES = [s.value for s in JobState]
@@ -107,6 +108,9 @@ def run_jobs(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--limit must be >= 1, got {args.limit}")
     q, _ = resolve(args)
     jobs = q.list_jobs(args.status, args.type, args.queue, args.limit, args.before)
+    if not jobs:
+        check_type(q, args.type)
+        check_queue(q, args.queue)
     more = jobs[-1].id if len(jobs) == args.limit else None
     if args.json:
         _print_json({"jobs": [j.to_dict() for j in jobs], "next_before": more})
@@ -199,6 +203,7 @@ def run_retry(args: argparse.Namespace) -> int:
         _report(args, job.to_dict(), f"job {job.id} ({job.type}) is pending again, due now; "
                 f"attempt {job.attempts + 1} of {job.max_attempts} comes next")  # fmt: skip
         return 0
+    check_type(q, args.type)
     progress = Progress("retried", enabled=not args.json)
     retried = q.retry_failed(args.type, batch=args.batch, progress=progress)
     progress.finish()
