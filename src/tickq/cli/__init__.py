@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return reader_went_away()
     except TickqError as exc:
-        print(f"tickq: error: {exc}", file=sys.stderr)
+        print(f"{getattr(exc, 'user_traceback', '')}tickq: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -92,7 +92,8 @@ def open_queue(app: str | None, url: str | None) -> Queue:
         url = url or os.environ.get("TICKQ_DATABASE_URL")
         if not url:
             raise ConfigurationError(
-                "no database given: pass APP (module:attribute), --url or set TICKQ_DATABASE_URL"
+                "no database given: pass APP (module:attribute) or set TICKQ_APP, or give "
+                "the database with --url or TICKQ_DATABASE_URL"
             )
         return Queue(url, strict=False)
     return load_app(app or os.environ.get("TICKQ_APP"))
@@ -120,7 +121,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (j.id, j.status.value, j.type, j.queue, f"{j.attempts}/{j.max_attempts}",
-         when(j.finished_at or j.run_after), first_line(j.last_error))
+         when(j.finished_at or j.run_after),
+         "" if j.status == JobState.DONE else first_line(j.last_error))
         for j in jobs
     ]  # fmt: skip
     print(table(["ID", "STATUS", "TYPE", "QUEUE", "TRIES", "DUE/FINISHED (UTC)", "LAST ERROR"],
