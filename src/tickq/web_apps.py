@@ -40,12 +40,19 @@ class WebFactories:
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints (and the webhooks) behind every
         adapter below."""
-        from .web.endpoint import Endpoint
-        from .web.options import EndpointOptions
+        return self._endpoint(options, warn=True)
+
+    def _endpoint(self, options: EndpointSettings, warn: bool) -> Endpoint:
+        """The endpoint; with ``warn``, a tick that would answer 503 for want of a secret
+        is said once now, at start-up, instead of at the scheduler's first call."""
+        from .web.endpoint import Endpoint, warn_at_start_up
+        from .web.options import EndpointOptions, unprotected_problem
         from .web.webhook import WebhookRoutes
 
-        return Endpoint(self._tick_target(), EndpointOptions(**options),
-                        WebhookRoutes(self.runtime))  # fmt: skip
+        checked = EndpointOptions(**options)
+        if warn and (problem := unprotected_problem(checked)):
+            warn_at_start_up(problem)
+        return Endpoint(self._tick_target(), checked, WebhookRoutes(self.runtime))
 
     def webhook(
         self,
@@ -196,7 +203,7 @@ class WebFactories:
         """
         from .web.django import urls
 
-        patterns = urls(self.endpoint(**options), tick=tick)
+        patterns = urls(self._endpoint(options, warn=tick), tick=tick)
         if dashboard is False:
             return patterns
         from .dashboard import as_dashboard

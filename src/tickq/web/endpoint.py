@@ -325,6 +325,31 @@ class Endpoint:
         return Response(200, b"" if request.method == "HEAD" else body, content_type=CONTENT_TYPE)
 
 
+def warn_at_start_up(message: str) -> None:
+    """Log ``message`` as a warning on tickq's logger, and, when the app has configured no
+    logging that would show it (tickq's logger has only a ``NullHandler``), on stderr too:
+    a start-up problem must be seen by the person starting the app."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("tickq")
+    logger.warning(message)
+    if not _shown_by_logging(logger):
+        print(f"tickq: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _shown_by_logging(logger: Any) -> bool:
+    import logging
+
+    current = logger
+    while current is not None:
+        for handler in current.handlers:
+            if not isinstance(handler, logging.NullHandler) and handler.level <= logging.WARNING:
+                return True
+        current = current.parent if current.propagate else None
+    return False
+
+
 def head_or_get(request: Request, response: Response) -> Response:
     """A HEAD request gets the status and headers without the body."""
     if request.method != "HEAD":
