@@ -14,6 +14,7 @@ from .controls import ControlQueries
 from .records import Leases, Recorded, Rescued
 from .stats import StatsQueries
 from .ticks import TickQueries
+from .tokens import TokenQueries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries, ControlQueries):
+class SqlStore(TickQueries, StatsQueries, ControlQueries, TokenQueries):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False

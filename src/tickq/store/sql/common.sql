@@ -76,3 +76,11 @@ ORDER BY a.finished_at DESC LIMIT :limit
 
 -- name: migrations_applied
 SELECT version FROM tickq_migrations
+
+-- name: forget_tokens
+DELETE FROM tickq_tokens_seen WHERE expires_at < :now_epoch
+
+-- name: remember_token
+INSERT INTO tickq_tokens_seen (jti, expires_at) VALUES (:jti, :expires_at)
+ON CONFLICT (jti) DO NOTHING
+RETURNING jti
