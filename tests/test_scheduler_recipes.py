@@ -6,6 +6,7 @@ run by Postgres against stand-ins with pg_cron's, pg_net's and Vault's signature
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import test_schedulers
-from conftest import PG_URL, require_postgres
+from conftest import PG_URL, ROOT, require_postgres
 from test_schedulers import (
     SECRET,
     TickServer,
@@ -203,3 +204,20 @@ def test_supabase_sql_schedules_a_call_with_the_token_from_vault(supabase_like: 
                        "User-Agent": "tickq-scheduler/supabase"}  # fmt: skip
     assert timeout == 60000
     assert SECRET not in sql and json.dumps(SECRET) not in sql
+
+
+# ---- the recipes without a configuration file (docs/schedulers.md) ----
+
+
+def test_the_recipes_shell_commands_parse(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "schedulers.md").read_text()
+    section = page[page.index("## More hosts and services") : page.index("## How often")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 3, "Fly.io, Heroku and QStash recipes"
+    for block in blocks:
+        script = tmp_path / "recipe.sh"
+        script.write_text(block)
+        checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert checked.returncode == 0, f"{block}\n{checked.stderr}"
+    for service in ("Fly.io", "Heroku Scheduler", "cron-job.org", "EasyCron", "QStash"):
+        assert service in section
