@@ -44,3 +44,19 @@ def test_the_examples_page_is_in_the_site() -> None:
     assert "examples.md" in nav and "pymdownx.snippets" in nav
     for path in re.findall(r'--8<-- "([^"]+)"', (ROOT / "docs" / "examples.md").read_text()):
         assert (ROOT / path).is_file(), path
+
+
+def test_the_classifiers_name_the_pythons_ci_runs() -> None:
+    """3.11: the whole suite; 3.12: the Django 6 suite (.ci/django); 3.13: a core subset
+    (.ci/py313), run by .ci/run."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    versions = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
+                if c.startswith("Programming Language :: Python :: 3.")}  # fmt: skip
+    assert versions == {"3.11", "3.12", "3.13"}
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "bash .ci/py313 test" in run and "bash .ci/py313" in (ROOT / ".ci/setup").read_text()
+    subset = (ROOT / ".ci" / "py313").read_text()
+    for part in ("tests/store_contract", "tests/test_tick.py", "tests/test_worker.py",
+                 "tests/test_web.py", "tests/test_dashboard_browser.py::"):  # fmt: skip
+        assert part in subset
+        assert (ROOT / part.split("::")[0]).exists(), part
