@@ -282,8 +282,8 @@ class Endpoint:
         return None
 
     def authorize_qstash(self, request: Request, keys: list[str]) -> Response | None:
-        """Let in a call signed by QStash (the body and the replay are checked once the
-        body is read, in ``qstash_claims``)."""
+        """Let in a call signed by QStash; its body and whether it was seen before are
+        checked once the body is read (``refused_qstash_call``, in the tick)."""
         try:
             self.qstash_claims(request, keys)
         except Refused as exc:
@@ -293,9 +293,8 @@ class Endpoint:
     def qstash_claims(self, request: Request, keys: list[str]) -> Claims:
         import time
 
-        token = request.header(QSTASH_HEADER) or ""
-        return check_token(token, keys, request.header("host"), request.path,
-                                  request.query, time.time())  # fmt: skip
+        token, host = request.header(QSTASH_HEADER) or "", request.header("host")
+        return check_token(token, keys, host, request.path, request.query, time.time())
 
     def refused_qstash_call(self, request: Request) -> Response | None:
         """For a signed call: 401 when the body is not the one signed or the token was
