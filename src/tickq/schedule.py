@@ -248,7 +248,29 @@ def normalise_cron(expr: str, where: str) -> str:
             f"{where}: invalid cron {expr!r} ({exc}); expected minute hour day-of-month "
             "month day-of-week, e.g. '0 9 * * 1-5'"
         ) from None
+    if problem := step_problem(text):
+        raise ConfigurationError(f"{where}: invalid cron {expr!r}: {problem}")
     return text
+
+
+CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12),
+               ("day-of-week", 0, 6))  # fmt: skip
+
+
+def step_problem(text: str) -> str | None:
+    """Why a step of a 5-field cron ``text`` can't mean what it says (``*/61``: cron has
+    no 61st minute, so it fires at minute 0 alone), or None. cronsim accepts such steps."""
+    for value, (name, low, high) in zip(text.split(), CRON_FIELDS, strict=False):
+        for part in value.split(","):
+            _, slash, step = part.partition("/")
+            if slash and step.isdigit() and int(step) > high - low + 1:
+                return (
+                    f"the step in {part!r} is larger than the {name} field's range "
+                    f"({low}-{high}), so it would fire at one {name} only; use a step from 1 "
+                    f"to {high - low + 1}, or an interval schedule (every=timedelta(...)) "
+                    "for gaps longer than the field"
+                )
+    return None
 
 
 def load_zone(name: str, where: str) -> ZoneInfo:

@@ -40,12 +40,19 @@ class WebFactories:
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints (and the webhooks) behind every
         adapter below."""
-        from .web.endpoint import Endpoint
-        from .web.options import EndpointOptions
+        return self._endpoint(options, warn=True)
+
+    def _endpoint(self, options: EndpointSettings, warn: bool) -> Endpoint:
+        """The endpoint; with ``warn``, a tick that would answer 503 for want of a secret
+        is said once now, at start-up, instead of at the scheduler's first call."""
+        from .web.endpoint import Endpoint, warn_at_start_up
+        from .web.options import EndpointOptions, unprotected_problem
         from .web.webhook import WebhookRoutes
 
-        return Endpoint(self._tick_target(), EndpointOptions(**options),
-                        WebhookRoutes(self.runtime))  # fmt: skip
+        checked = EndpointOptions(**options)
+        if warn and (problem := unprotected_problem(checked)):
+            warn_at_start_up(problem)
+        return Endpoint(self._tick_target(), checked, WebhookRoutes(self.runtime))
 
     def webhook(
         self,
@@ -164,13 +171,23 @@ class WebFactories:
 
         return add_flask_rules(bp, self._dashboard(as_dashboard, dashboard))
 
-    def fastapi_router(self, **options: Unpack[EndpointSettings]) -> Any:
+    def fastapi_router(
+        self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
+    ) -> Any:
         """The same endpoints as a FastAPI router: ``app.include_router(q.fastapi_router())``
         adds ``POST /api/cron/tick`` and ``GET /api/cron/health`` beside the app's own
-        routes (``prefix=`` moves them). Options as for ``asgi_app``."""
+        routes (``prefix=`` moves them). Options as for ``asgi_app``; ``dashboard=True``
+        adds the dashboard under ``/tickq/`` (below the same ``prefix=``)."""
         from .web.fastapi import router
 
-        return router(self.endpoint(**options))
+        api = router(self.endpoint(**options))
+        if dashboard is False:
+            return api
+        from .dashboard import as_dashboard
+        from .dashboard.adapters import add_starlette_routes
+
+        add_starlette_routes(api.routes, self._dashboard(as_dashboard, dashboard))
+        return api
 
     def django_urls(
         self,
@@ -186,7 +203,7 @@ class WebFactories:
         """
         from .web.django import urls
 
-        patterns = urls(self.endpoint(**options), tick=tick)
+        patterns = urls(self._endpoint(options, warn=tick), tick=tick)
         if dashboard is False:
             return patterns
         from .dashboard import as_dashboard

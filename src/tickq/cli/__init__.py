@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return reader_went_away()
     except TickqError as exc:
-        print(f"tickq: error: {redact_text(str(exc))}", file=sys.stderr)
+        trace = redact_text(getattr(exc, "user_traceback", ""))
+        print(f"{trace}tickq: error: {redact_text(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -6,9 +6,13 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 
 from ..errors import ConfigurationError
 from ..queue import Queue
+
+TICKQ_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+IMPORTLIB_DIR = os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep
 
 
 def add_app_argument(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -54,7 +58,7 @@ def load_app(spec: str | None) -> Queue:
                 f"cannot import {module_name!r} for APP {spec!r}: run tickq from your "
                 "project's folder or put it on PYTHONPATH"
             ) from exc
-        raise
+        raise AppImportFailed(spec, exc) from exc
     target = module
     for part in attr.split("."):
         try:
@@ -64,6 +68,31 @@ def load_app(spec: str | None) -> Queue:
     if not isinstance(target, Queue):
         raise ConfigurationError(f"{spec} is a {type(target).__name__}, not a tickq.Queue")
     return target
+
+
+class AppImportFailed(ConfigurationError):
+    """The app's module raised while being imported: a bug in the user's code, shown with
+    the frames of their code only (tickq's and importlib's frames are noise to them)."""
+
+    def __init__(self, spec: str, exc: BaseException) -> None:
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        super().__init__(f"importing APP {spec!r} failed in your code (traceback above): {error}")
+        self.user_traceback = user_traceback(exc)
+
+
+def user_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback without the frames of tickq and of the import machinery."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _machinery(f.filename)]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    return "".join(lines + traceback.format_exception_only(type(exc), exc))
+
+
+def _machinery(filename: str) -> bool:
+    return (
+        filename.startswith(TICKQ_DIR)
+        or filename.startswith("<frozen importlib")
+        or filename.startswith(IMPORTLIB_DIR)
+    )
 
 
 def _not_found(exc: Exception, module_name: str) -> bool:

@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import ConfigurationError
 from .inspection import open_queue
+from .names import check_queue
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,6 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                             help="APP is module:attribute naming your Queue (default: "
                             "$TICKQ_APP); QUEUE is the queue's name")  # fmt: skip
         parser.add_argument("--url", help="database URL instead of APP (or $TICKQ_DATABASE_URL)")
+        if name == "pause":
+            parser.add_argument("--force", action="store_true",
+                                help="pause QUEUE even though no job uses it yet")  # fmt: skip
         parser.set_defaults(handler=run_control)
 
 
@@ -25,12 +29,16 @@ def run_control(args: argparse.Namespace) -> int:
     app, queue = _targets(args)
     q = open_queue(app, args.url)
     if args.command == "pause":
+        if not args.force:
+            check_queue(q, queue, "pass --force to pause it before any job uses it")
         changed = q.pause(queue)
         print(f"queue {queue!r} paused: no worker or tick claims its jobs until "
               f"`tickq resume` (running jobs finish)" if changed else
               f"queue {queue!r} was already paused")  # fmt: skip
     else:
         changed = q.resume(queue)
+        if not changed:
+            check_queue(q, queue)
         print(f"queue {queue!r} resumed" if changed else f"queue {queue!r} was not paused")
     return 0
 

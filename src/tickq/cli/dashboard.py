@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import ConfigurationError
 from .app import add_app_argument, load_app
+from .tables import port_number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     add_app_argument(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on "
                         "(default 127.0.0.1; use 0.0.0.0 only behind HTTPS)")  # fmt: skip
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--port", type=port_number, default=8080, help="port (default 8080)")
     parser.add_argument(
         "--read-only", action="store_true",
         help="show everything, allow no action (retry, cancel, delete)",

@@ -26,17 +26,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from .tables import port_number
 
 DEFAULT_PORT = 8000
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     demo = subparsers.add_parser(
-        "demo", help="run the guide's bookings app end to end (embedded SQLite, no set-up)"
-    )
+        "demo", help="run the guide's bookings app end to end (embedded SQLite, no set-up)",
+        description="Run the guide's bookings app end to end on this machine, with nothing to "
+        "set up: a Flask app on an embedded SQLite database, where a signup enqueues its "
+        "welcome email in the same transaction; the tick endpoint called as a scheduler "
+        "would (and refused without the secret); a failing email retried with backoff on a "
+        "fast-forwarded clock; an alert delivered to a webhook; one reminder per booking "
+        "however many ticks. Then it serves the app on 127.0.0.1 until Ctrl-C, for you to "
+        "try (--no-serve stops after the story).",
+    )  # fmt: skip
     demo.add_argument("--no-serve", action="store_true", help="run the story and exit")
     demo.add_argument(
-        "--port", type=int, default=None,
+        "--port", type=port_number, default=None,
         help=f"port to serve on (default {DEFAULT_PORT}, or another free one if it is busy)",
     )  # fmt: skip
     demo.add_argument(

@@ -16,6 +16,7 @@ from ..errors import ConfigurationError
 from ..job import Attempt, Job, JobState
 from ..queue import Queue
 from .app import load_app
+from .names import check_queue, check_type
 from .tables import Progress, age, first_line, parse_duration, table, when
 
 STATUSES = [s.value for s in JobState]
@@ -91,7 +92,8 @@ def open_queue(app: str | None, url: str | None) -> Queue:
         url = url or os.environ.get("TICKQ_DATABASE_URL")
         if not url:
             raise ConfigurationError(
-                "no database given: pass APP (module:attribute), --url or set TICKQ_DATABASE_URL"
+                "no database given: pass APP (module:attribute) or set TICKQ_APP, or give "
+                "the database with --url or TICKQ_DATABASE_URL"
             )
         return Queue(url, strict=False)
     return load_app(app or os.environ.get("TICKQ_APP"))
@@ -107,6 +109,9 @@ def run_jobs(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--limit must be >= 1, got {args.limit}")
     q, _ = resolve(args)
     jobs = q.list_jobs(args.status, args.type, args.queue, args.limit, args.before)
+    if not jobs:
+        check_type(q, args.type)
+        check_queue(q, args.queue)
     more = jobs[-1].id if len(jobs) == args.limit else None
     if args.json:
         _print_json({"jobs": [j.to_dict() for j in jobs], "next_before": more})
@@ -116,7 +121,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (j.id, j.status.value, j.type, j.queue, f"{j.attempts}/{j.max_attempts}",
-         when(j.finished_at or j.run_after), first_line(j.last_error))
+         when(j.finished_at or j.run_after),
+         "" if j.status == JobState.DONE else first_line(j.last_error))
         for j in jobs
     ]  # fmt: skip
     print(table(["ID", "STATUS", "TYPE", "QUEUE", "TRIES", "DUE/FINISHED (UTC)", "LAST ERROR"],
@@ -199,6 +205,7 @@ def run_retry(args: argparse.Namespace) -> int:
         _report(args, job.to_dict(), f"job {job.id} ({job.type}) is pending again, due now; "
                 f"attempt {job.attempts + 1} of {job.max_attempts} comes next")  # fmt: skip
         return 0
+    check_type(q, args.type)
     progress = Progress("retried", enabled=not args.json)
     retried = q.retry_failed(args.type, batch=args.batch, progress=progress)
     progress.finish()

@@ -25,6 +25,9 @@ TARGETS = (
     "systemd",
     "crontab",
     "render",
+    "railway",
+    "cloudflare",
+    "supabase",
 )
 DEFAULT_EVERY = "15m"
 SECRET_VARIABLES = ("CRON_SECRET", "CRON_SECRET_PREVIOUS", "TICKQ_TICK_URL")
@@ -63,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--out", metavar="PATH", help="write here instead of stdout (systemd: a folder)")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     local = p.add_argument_group(
-        "running the tick on the app's own machine (crontab, systemd, render)"
+        "running the tick on the app's own machine (crontab, systemd, render, railway)"
     )
     local.add_argument("--local", metavar="APP", help="run `tickq tick APP` instead of curl")
     local.add_argument("--tickq", metavar="COMMAND", help="how to run tickq there")
@@ -133,7 +136,7 @@ def planned(app: str, target: str) -> Timing:
                 f"tick every {plan.grid.interval} minute(s): "
                 f"{'; '.join(why_not(list(plan.needs), shortest))}. Raise that max_delay to "
                 f"{shortest} minutes or more, or use a scheduler that calls every minute "
-                "(cloud-scheduler, kubernetes, systemd, crontab, render)"
+                "(cloud-scheduler, kubernetes, systemd, crontab, render, cloudflare, supabase)"
             )
     note = f"note: planned from {app}: {chosen.describe()} (`tickq plan {app}` says why)"
     if plan.use_lines and plan.lines and chosen == plan.grid_timing:

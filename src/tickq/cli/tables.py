@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import sys
@@ -68,13 +69,30 @@ def parse_duration(text: str, option: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def port_number(text: str) -> int:
+    """``--port``: 0 (any free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"must be a port number from 1 to 65535 (or 0 for any free port), got {text!r}"
+        )
+    return port
+
+
 class Progress:
-    """``label done/total`` on stderr: one rewritten line on a terminal, else one per step."""
+    """``label done/total`` on stderr: one rewritten line on a terminal, else one per step.
+
+    The first step is held back until a second one comes: work done in one step shows only
+    the command's own summary, not a progress line saying the same thing."""
 
     def __init__(self, label: str, stream: TextIO | None = None, enabled: bool = True) -> None:
         self.label, self.stream, self.enabled = label, stream or sys.stderr, enabled
         self.tty = self.stream.isatty()
         self.shown = False
+        self.held: str | None = None
 
     def __call__(self, done: int, total: int | None = None) -> None:
         if not self.enabled:
@@ -82,9 +100,13 @@ class Progress:
         text = f"{self.label} {done}" + (
             f"/{total} ({done * 100 // max(total, 1)}%)" if total else ""
         )
-        self.stream.write(f"\r{text}" if self.tty else f"{text}\n")
+        if not self.shown and self.held is None:
+            self.held = text
+            return
+        for line in (self.held, text) if self.held is not None else (text,):
+            self.stream.write(f"\r{line}" if self.tty else f"{line}\n")
         self.stream.flush()
-        self.shown = True
+        self.held, self.shown = None, True
 
     def finish(self) -> None:
         if self.enabled and self.shown and self.tty:

@@ -117,6 +117,34 @@ def with_length(response: Response) -> list[tuple[str, str]]:
     return [*response.headers, ("Content-Length", str(len(response.body)))]
 
 
+class DashboardRoute:
+    """The dashboard as the endpoint of a Starlette route (``q.fastapi_router(dashboard=…)``):
+    links and redirects are built from the path the router matched, so ``include_router``'s
+    ``prefix=`` moves the dashboard with the tick endpoint."""
+
+    def __init__(self, dashboard: Dashboard) -> None:
+        self.asgi = DashboardAsgi(dashboard, None)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        rest = (scope.get("path_params") or {}).get("rest")
+        sub = "" if rest is None else "/" + str(rest)
+        path = str(scope.get("path") or "/")
+        base = path[: len(path) - len(sub)] if sub and path.endswith(sub) else path.rstrip("/")
+        response = await self.asgi.respond(scope, receive, base, sub)
+        await _send(send, response, scope.get("method") == "HEAD")
+
+
+def add_starlette_routes(routes: list[Any], dashboard: Dashboard) -> None:
+    """Append the dashboard's routes (its prefix, and everything below it) to ``routes``, a
+    ``fastapi.APIRouter``'s or a Starlette app's list."""
+    from starlette.routing import Route
+
+    endpoint = DashboardRoute(dashboard)
+    for path in (dashboard.prefix, dashboard.prefix + "/{rest:path}"):
+        routes.append(Route(path, endpoint, methods=METHODS, name="tickq_dashboard",
+                            include_in_schema=False))  # fmt: skip
+
+
 def flask_blueprint(dashboard: Dashboard, name: str = "tickq_dashboard") -> Any:
     """A ``flask.Blueprint`` serving the dashboard under its prefix."""
     from flask import Blueprint

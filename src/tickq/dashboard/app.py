@@ -34,7 +34,8 @@ CSP = (
 )
 ACTIONS = ("retry", "cancel", "delete")
 DONE_MESSAGES = {
-    "retry": "Put back to pending, due now.",
+    "retry": "Put back to pending, due now. A job that had used all its attempts is allowed "
+    "one more.",
     "cancel": "Cancelled.",
     "cancel_requested": "Asked the running job to stop: it ends cancelled once its worker "
     "hears (within about a second; if its worker is gone, when its lease runs out).",

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ..job import Attempt, Job
+    from ..registry import JobDefinition
     from ..schedule import ScheduleDefinition
     from ..store import SqlStore
 
@@ -24,6 +25,8 @@ class Queue(Protocol):
     def schedules(self) -> Mapping[str, ScheduleDefinition]: ...
 
     def get_job(self, job_id: int) -> Job | None: ...
+
+    def definition(self, job_type: str) -> JobDefinition | None: ...
 
     def attempts(self, job_id: int) -> list[Attempt]: ...
 

@@ -167,7 +167,19 @@ def job_detail(q: Queue, job_id: int) -> dict[str, Any] | None:
     return {
         "job": job, "attempts": attempts, "timeline": timeline(job, attempts),
         "payload": pretty(job.payload), "meta": pretty(job.meta) if job.meta else None,
+        "attempts_note": attempts_note(q, job),
     }  # fmt: skip
+
+
+def attempts_note(q: Queue, job: Job) -> str | None:
+    """Why a job may make more attempts than its type allows ("3 of 4"), or None."""
+    definition = q.definition(job.type)
+    if definition is None or job.max_attempts <= definition.max_attempts:
+        return None
+    return (
+        f"{job.type} allows {definition.max_attempts} attempts; a retry by hand (Retry here, "
+        "tickq retry or q.retry) lets a job that used them all make one more"
+    )
 
 
 def timeline(job: Job, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:

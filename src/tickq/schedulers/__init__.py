@@ -14,7 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import ConfigurationError
-from . import cloud_scheduler, crontab, github, kubernetes, render_com, systemd, vercel
+from . import (
+    cloud_scheduler,
+    cloudflare,
+    crontab,
+    github,
+    kubernetes,
+    railway,
+    render_com,
+    supabase,
+    systemd,
+    vercel,
+)
 from .options import SchedulerOptions
 from .text import Generated, GeneratedFile
 from .timing import Timing
@@ -27,6 +38,9 @@ TARGETS: dict[str, Callable[[SchedulerOptions], Generated]] = {
     "systemd": systemd.generate,
     "crontab": crontab.generate,
     "render": render_com.generate,
+    "railway": railway.generate,
+    "cloudflare": cloudflare.generate,
+    "supabase": supabase.generate,
 }
 
 __all__ = [

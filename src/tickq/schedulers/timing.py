@@ -121,7 +121,12 @@ def parsed(cron: str):  # type: ignore[no-untyped-def]
     """A cronsim iterator over ``cron`` in UTC (cronsim is imported only when needed)."""
     from cronsim import CronSim, CronSimError
 
+    from ..schedule import step_problem
+
     try:
-        return CronSim(cron, GAP_BASE)
+        sim = CronSim(cron, GAP_BASE)
     except CronSimError as exc:
         raise ConfigurationError(f"--cron {cron!r} is not a valid cron expression: {exc}") from None
+    if problem := step_problem(cron):
+        raise ConfigurationError(f"--cron {cron!r} is not a valid cron expression: {problem}")
+    return sim

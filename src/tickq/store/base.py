@@ -15,6 +15,7 @@ from .records import Leases, Recorded, Rescued
 from .sessions import SessionQueries
 from .stats import StatsQueries
 from .ticks import TickQueries
+from .tokens import TokenQueries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries):
+class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False

@@ -158,6 +158,8 @@ class Ticks(Protocol):
 
     def last_tick(self) -> tuple[datetime | None, int, datetime]: ...
 
+    def remember_token(self, jti: str, expires_at: float) -> bool: ...
+
 
 class Lifecycle(Protocol):
     """The schema, connections, and waking workers."""

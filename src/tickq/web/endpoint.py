@@ -34,9 +34,12 @@ from .options import (
     database_trouble,
     secret_problem,
 )
+from .qstash import HEADER as QSTASH_HEADER
+from .qstash import Claims, Refused, check_body, check_token, signing_keys
 from .query import QueryError, parse_flag, parse_limit, parse_query
 
 if TYPE_CHECKING:
+    from ..store import SqlStore
 
     class TickTarget(Protocol):
         """What the endpoints need of a ``Queue``: its tick, health and stats."""
@@ -46,9 +49,13 @@ if TYPE_CHECKING:
             self, expected_interval: timedelta = ..., *, alert: bool = True
         ) -> dict[str, Any]: ...
         def stats(self) -> dict[str, Any]: ...
+        @property
+        def store(self) -> SqlStore: ...
 
 
 log = library_logger("tickq")
+TICK_MAX_BODY = 64 * 1024
+"""The tick reads its body (for a QStash signature's body hash) up to this many bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +170,14 @@ class Endpoint:
     def __post_init__(self) -> None:
         tick_methods = ("GET", "POST") if self.options.allow_get else ("POST",)
         self.routes = [
-            Route("tick", self.options.path, tick_methods, self.tick, protected=True),
+            Route(
+                "tick",
+                self.options.path,
+                tick_methods,
+                self.tick,
+                protected=True,
+                max_body=TICK_MAX_BODY,
+            ),
             Route("health", self.options.health_path, ("GET", "HEAD"), self.health),
         ]
         if self.options.metrics:
@@ -243,7 +257,17 @@ class Endpoint:
         return route.handler(request)
 
     def authorize(self, request: Request) -> Response | None:
+        keys = signing_keys()
+        if keys and request.header(QSTASH_HEADER) is not None:
+            return self.authorize_qstash(request, keys)
         secrets = self.options.secrets()
+        if keys and (not secrets or secrets[0][0] not in CURRENT_SOURCES):
+            return error(
+                401,
+                "missing Upstash-Signature header: this tick accepts calls signed by QStash "
+                f"(or 'Authorization: Bearer <{SECRET_ENV}>' once {SECRET_ENV} is set)",
+                [("www-authenticate", "Bearer")],
+            )
         if not secrets or secrets[0][0] not in CURRENT_SOURCES:
             # An old token alone is never enough: rotation means a new one is in place.
             previous = (
@@ -267,6 +291,36 @@ class Endpoint:
             return error(401, "wrong bearer token", [("www-authenticate", "Bearer")])
         return None
 
+    def authorize_qstash(self, request: Request, keys: list[str]) -> Response | None:
+        """Let in a call signed by QStash; its body and whether it was seen before are
+        checked once the body is read (``refused_qstash_call``, in the tick)."""
+        try:
+            self.qstash_claims(request, keys)
+        except Refused as exc:
+            return error(401, f"QStash signature refused: {exc}")
+        return None
+
+    def qstash_claims(self, request: Request, keys: list[str]) -> Claims:
+        import time
+
+        token, host = request.header(QSTASH_HEADER) or "", request.header("host")
+        return check_token(token, keys, host, request.path, request.query, time.time())
+
+    def refused_qstash_call(self, request: Request) -> Response | None:
+        """For a signed call: 401 when the body is not the one signed or the token was
+        used before (remembered in the database until it expires), else None."""
+        keys = signing_keys()
+        if not keys or request.header(QSTASH_HEADER) is None:
+            return None
+        try:
+            claims = self.qstash_claims(request, keys)
+            check_body(claims, request.body)
+            if not self.queue.store.remember_token(claims.jti, claims.expires_at):
+                raise Refused(f"token {claims.jti!r} was used before (a replay)")
+        except Refused as exc:
+            return error(401, f"QStash signature refused: {exc}")
+        return None
+
     def authorize_metrics(self, request: Request) -> Response | None:
         secrets = self.options.metrics_secrets()
         if not secrets:
@@ -281,6 +335,12 @@ class Endpoint:
 
     # -- handlers ------------------------------------------------------------------------
     def tick(self, request: Request) -> Response:
+        try:
+            refused = self.refused_qstash_call(request)
+        except Exception as exc:
+            return failure_response("the tick ran nothing", exc)
+        if refused is not None:
+            return refused
         try:
             params = parse_query(request.query, TICK_PARAMS)
             limit = parse_limit(params.get("limit"), self.options.limit, self.options.max_limit)
@@ -333,6 +393,31 @@ class Endpoint:
         except Exception as exc:
             return failure_response("no metrics", exc)
         return Response(200, body, content_type=CONTENT_TYPE)
+
+
+def warn_at_start_up(message: str) -> None:
+    """Log ``message`` as a warning on tickq's logger, and, when the app has configured no
+    logging that would show it (tickq's logger has only a ``NullHandler``), on stderr too:
+    a start-up problem must be seen by the person starting the app."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("tickq")
+    logger.warning(message)
+    if not _shown_by_logging(logger):
+        print(f"tickq: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _shown_by_logging(logger: Any) -> bool:
+    import logging
+
+    current = logger
+    while current is not None:
+        for handler in current.handlers:
+            if not isinstance(handler, logging.NullHandler) and handler.level <= logging.WARNING:
+                return True
+        current = current.parent if current.propagate else None
+    return False
 
 
 def head_or_get(request: Request, response: Response) -> Response:

@@ -195,3 +195,22 @@ def secret_problem(secret: str) -> str | None:
             f"is too short ({len(secret)} characters; at least {MIN_SECRET_LENGTH}): {SECRET_HINT}"
         )
     return None
+
+
+def unprotected_problem(options: EndpointOptions) -> str | None:
+    """Why the tick endpoint built with ``options`` would refuse every call (503), as a
+    start-up warning, or None when it has a usable current secret."""
+    from .qstash import signing_keys
+
+    found = options.secrets()
+    if signing_keys() and (not found or found[0][0] not in CURRENT_SOURCES):
+        return None  # QStash's signed calls are let in: no bearer token needed
+    if not found or found[0][0] not in CURRENT_SOURCES:
+        return (
+            f"{SECRET_ENV} is not set, so the tick endpoint at {options.path} will answer 503 "
+            f"and run nothing until it is: {SECRET_HINT}"
+        )
+    for source, value in found:
+        if problem := secret_problem(value):
+            return f"the tick endpoint at {options.path} will answer 503: {source} {problem}"
+    return None

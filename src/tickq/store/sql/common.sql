@@ -125,3 +125,11 @@ DELETE FROM tickq_dashboard_logins WHERE id = :id
 
 -- name: dashboard_login_clear
 DELETE FROM tickq_dashboard_logins WHERE client = :client
+
+-- name: forget_tokens
+DELETE FROM tickq_tokens_seen WHERE expires_at < :now_epoch
+
+-- name: remember_token
+INSERT INTO tickq_tokens_seen (jti, expires_at) VALUES (:jti, :expires_at)
+ON CONFLICT (jti) DO NOTHING
+RETURNING jti
