@@ -54,6 +54,7 @@ class Flag:
 
 
 _MARK = "_tickq_raised_by_signal"
+_SIGNALS = sorted(signal.valid_signals())  # fixed for the process; costly to ask per job
 
 
 class _Noting:
@@ -90,11 +91,11 @@ def noting_signals() -> Iterator[None]:
         yield
         return
     swapped: dict[int, tuple[_Noting, Any]] = {}
-    for signum in signal.valid_signals():
-        with suppress(ValueError, OSError):
-            handler = signal.getsignal(signum)
-            if callable(handler) and not isinstance(handler, _Noting):
-                noting = _Noting(handler)
+    for signum in _SIGNALS:
+        handler = signal.getsignal(signum)
+        if callable(handler) and not isinstance(handler, _Noting):
+            noting = _Noting(handler)
+            with suppress(ValueError, OSError):
                 signal.signal(signum, noting)
                 swapped[signum] = (noting, handler)
     try:
