@@ -59,9 +59,9 @@ class Dashboard:
     every process serving the dashboard shares them; logging out ends the session for
     good, ``logout_everywhere()`` ends them all. ``secret_key`` (default
     ``$TICKQ_DASHBOARD_SECRET``) salts the install's random signing key: changing it
-    invalidates every session and form. ``trusted_proxies`` lists the addresses of
-    reverse proxies whose ``X-Forwarded-For`` names the client (default none: the peer
-    address is the client the login limit counts).
+    invalidates every session and form. ``trusted_proxies`` lists the addresses or
+    networks (``10.0.0.0/8``) of reverse proxies whose ``X-Forwarded-For`` names the
+    client (default none: the peer address is the client the login limit counts).
     """
 
     def __init__(
@@ -115,9 +115,17 @@ class Dashboard:
         return self.guard.close_all()
 
     def client(self, request: Request) -> str:
-        """Who the login limit counts: the peer, or what a trusted proxy says it is."""
+        """Who is asking: the peer, or what a trusted proxy says it is."""
         forwarded = request.headers.get("x-forwarded-for", "")
         return access.client_address(request.client, forwarded, self.proxies)
+
+    def counted(self, request: Request) -> str:
+        """Whom the login limit counts: a browser that logged in before, by its device
+        cookie; anyone else by address (an IPv6 client by its /64)."""
+        device = self.guard.known_device(request.cookies.get(access.DEVICE_COOKIE))
+        if device is not None:
+            return access.KNOWN_DEVICE + device
+        return access.limit_key(self.client(request))
 
     # -- requests -----------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
@@ -259,7 +267,7 @@ class Dashboard:
             return self.login_form(request)
         if not self.csrf_ok(request):
             return self.login_form(request, 403, CSRF_PROBLEM)
-        client, now = self.client(request), self.limiter.clock or self.now
+        client, now = self.counted(request), self.limiter.clock or self.now
         wait = self.limiter.start(self.queue.store, client, now())
         if wait > 0:
             response = self.login_form(request, 429, "Too many failed logins: wait a minute.")
@@ -268,15 +276,20 @@ class Dashboard:
         if not self.guard.password_ok(request.form.get("password", "")):
             return self.login_form(request, 401, "Wrong password.")
         self.limiter.succeeded(self.queue.store, client)
-        return self.logged_in(request)
+        return self.logged_in(request, known=client.startswith(access.KNOWN_DEVICE))
 
-    def logged_in(self, request: Request) -> Response:
-        """A new session, and a new nonce for the next login form."""
+    def logged_in(self, request: Request, known: bool = False) -> Response:
+        """A new session, a new nonce for the next login form, and a device cookie that
+        lets this browser log in during a flood of failed logins from elsewhere."""
         response = redirect(_safe_next(request))
         session = self.guard.open_session()
         response.headers.append(
             ("Set-Cookie", self.cookie(request, access.SESSION_COOKIE, session))
         )
+        if not known:
+            device = self.guard.new_device()
+            response.headers.append(("Set-Cookie", self.cookie(
+                request, access.DEVICE_COOKIE, device, access.DEVICE_SECONDS)))  # fmt: skip
         nonce = access.new_nonce()
         request.cookies[access.CSRF_COOKIE] = nonce
         response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
