@@ -504,3 +504,40 @@ def holding_the_logins_table(url: str) -> Iterator[None]:
         conn.execute("LOCK TABLE tickq_dashboard_logins IN SHARE MODE")
         yield
         conn.rollback()
+
+
+# -- log out everywhere and the environment's password belong to tickq's own login --------
+def test_log_out_everywhere_is_refused_under_an_auth_hook_and_when_read_only(
+    q: Queue, base: str
+) -> None:
+    """Only a dashboard opened by tickq's own login may end every session: not one the
+    host app's ``auth`` hook opens (a staff page), nor a read-only one."""
+    hook = Dashboard(q, auth=lambda request: True)
+    read_only = Dashboard(q, password=PASSWORD, read_only=True)
+    with httpx.Client() as owner:
+        assert login(owner, base).status_code == 303
+        with serving(q.asgi_app(dashboard=hook)) as url, httpx.Client() as staff:
+            staff.get(f"{url}/tickq/")
+            token = hook.guard.nonce_token(staff.cookies["tickq_csrf"])  # the forms' own
+            refused = staff.post(f"{url}/tickq/logout-everywhere", data={"csrf_token": token})
+            assert refused.status_code == 403 and "host app" in refused.text
+        with serving(q.asgi_app(dashboard=read_only)) as url, httpx.Client() as viewer:
+            assert login(viewer, url).status_code == 303
+            page = viewer.get(f"{url}/tickq/")
+            assert "/logout-everywhere" not in page.text and "/logout" in page.text
+            form = {"csrf_token": csrf(page.text)}
+            refused = viewer.post(f"{url}/tickq/logout-everywhere", data=form)
+            assert refused.status_code == 403 and "read-only" in refused.text
+            assert viewer.get(f"{url}/tickq/").status_code == 200
+        assert owner.get(f"{base}/tickq/").status_code == 200  # every session lives on
+
+
+def test_an_auth_hook_ignores_the_environments_password(
+    q: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$TICKQ_DASHBOARD_PASSWORD`` set short for another tool does not break a dashboard
+    the host app's login opens: with ``auth=`` it is not read."""
+    monkeypatch.setenv("TICKQ_DASHBOARD_PASSWORD", "short")
+    with serving(q.asgi_app(dashboard={"auth": lambda request: True})) as url:
+        assert httpx.get(f"{url}/tickq/").status_code == 200
+        assert httpx.get(f"{url}/tickq/login").status_code == 303  # no login form of ours

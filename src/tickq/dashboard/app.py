@@ -86,8 +86,8 @@ class Dashboard:
             raise ConfigurationError(f"refresh_seconds must be >= 0, got {refresh_seconds}")
         if password:
             access.check_password(password, "password=")
-        elif (password := access.env_password()) is not None:
-            access.check_password(password, "TICKQ_DASHBOARD_PASSWORD")
+        elif auth is None and (password := access.env_password()) is not None:
+            access.check_password(password, "TICKQ_DASHBOARD_PASSWORD")  # auth=: not ours
         self.queue, self.prefix, self.read_only, self.auth = queue, prefix, read_only, auth
         self.refresh_seconds, self.expected_interval = refresh_seconds, expected_interval
         self.limiter = login_limiter or access.LoginLimiter()
@@ -108,6 +108,11 @@ class Dashboard:
         if self.auth is not None:
             return bool(self.auth(request))
         return self.guard.session_ok(request.cookies.get(access.SESSION_COOKIE))
+
+    @property
+    def own_login(self) -> bool:
+        """Whether tickq's login form and sessions open this dashboard (not an ``auth``)."""
+        return self.auth is None and self.guard.has_password
 
     def logout_everywhere(self) -> int:
         """End every session of this dashboard (every browser must log in again); returns
@@ -195,6 +200,10 @@ class Dashboard:
         if request.path == "/logout":
             return self.logout(request)
         if request.path == "/logout-everywhere":
+            if not self.own_login or self.read_only:
+                why = "read-only" if self.read_only else "opened by the host app's own login"
+                return self.page(request, "error.html", 403, message=(
+                    f"this dashboard is {why}: it cannot log anyone out everywhere"))  # fmt: skip
             return self.logout(request, everywhere=True)
         if self.read_only:
             return self.page(request, "error.html", 403, message="this dashboard is read-only")
@@ -347,7 +356,7 @@ class Dashboard:
             template, url=request.url, base=request.base, path=request.path,
             query=request.query, read_only=self.read_only,
             csrf=self.csrf(request, template) if forms else "",
-            can_logout=self.auth is None and self.guard.has_password,
+            can_logout=self.own_login,
             refresh=self.refresh_seconds, status=status, nav=context.pop("nav", ""),
             **context,
         )  # fmt: skip
