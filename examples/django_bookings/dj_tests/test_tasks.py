@@ -330,6 +330,42 @@ def test_a_failure_reaches_djangos_log_with_its_exception(
     assert "card declined for 5" in caplog.text
 
 
+def test_a_failure_is_logged_with_the_exception_it_failed_with_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An async task cancelled by its timeout saw a CancelledError, but failed with
+    JobTimeout: Django's log line is not given the CancelledError."""
+    result = tasks.too_slow_async.enqueue()
+    with caplog.at_level("INFO"):
+        burst()
+    assert tasks.too_slow_async.get_result(result.id).errors[-1].exception_class_path == (
+        "tickq.errors.JobTimeout")  # fmt: skip
+    ours = [r for r in caplog.records if f"id={result.id} " in r.getMessage()
+            and "FAILED" in r.getMessage()]  # fmt: skip
+    assert len(ours) == 1, [r.getMessage() for r in caplog.records]
+    assert ours[0].exc_info is None or ours[0].exc_info[0] is not asyncio.CancelledError, (
+        ours[0].exc_info)  # fmt: skip
+
+
+def test_an_exception_kept_for_task_finished_keeps_no_local_variables() -> None:
+    """An attempt whose end this process never records (its lease lost, say) leaves its
+    exception kept here: the frames it ran in are cleared, so a task's big locals go."""
+    import gc
+
+    result = tasks.holds_then_fails.enqueue()
+    q = queue()
+    job = q.get_job(int(result.id))
+    definition = q.runtime.definition(job.type)
+    from tickq import JobContext
+
+    try:
+        definition.fn(ctx=JobContext.of(job), args=[], kwargs={})
+    except tasks.PaymentDeclined:
+        pass
+    gc.collect()
+    assert tasks.HELD and tasks.HELD[-1]() is None, "the task's local is still referenced"
+
+
 def test_a_task_raising_system_exit_or_keyboard_interrupt_just_fails() -> None:
     exits = tasks.exits.enqueue(3)
     interrupts = tasks.interrupts.enqueue()

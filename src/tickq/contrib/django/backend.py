@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -90,26 +91,26 @@ class TickqBackend(BaseTaskBackend):
         from .run import retried
 
         q = Queue(url)
-        q.runtime.finish_hooks.append(self._finished)
-        q.runtime.retry_hooks.append(retried)
+        q.runtime.finish_hooks.append(functools.partial(self._finished, q))
+        q.runtime.retry_hooks.append(functools.partial(retried, q))
         for task in self._shared.tasks.values():
             self._define(q, task)
         for name, args, options in self._shared.schedules:
             q.schedule(*args, name=name, **options)(_job_function(q, name))
         return q
 
-    def _finished(self, job: Job) -> None:
+    def _finished(self, q: Queue, job: Job) -> None:
         if job.type in self._shared.tasks:
             from .run import finished
 
-            finished(self, job.id)
+            finished(self, q, job)
 
     def _define(self, q: Queue, task: TickqTask) -> None:
         from .run import runner
 
         q.job(name=task.module_path, max_attempts=task.max_attempts or 4,
               backoff=task.backoff, timeout=task.timeout,
-              max_snooze=task.max_snooze)(runner(self, task))  # fmt: skip
+              max_snooze=task.max_snooze)(runner(self, task, q))  # fmt: skip
 
     def add_schedule(self, task: TickqTask, args: tuple[Any, ...], options: dict[str, Any]) -> None:
         with self._shared.lock:
