@@ -15,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from dj_tests import tasks
+from tickq import JobContext
 from tickq.contrib.django import TickqBackend, queue
 from tickq.contrib.django.compat import (
     InvalidTask,
@@ -356,12 +357,9 @@ def test_an_exception_kept_for_task_finished_keeps_no_local_variables() -> None:
     q = queue()
     job = q.get_job(int(result.id))
     definition = q.runtime.definition(job.type)
-    from tickq import JobContext
-
-    try:
+    with pytest.raises(tasks.PaymentDeclined) as raised:
         definition.fn(ctx=JobContext.of(job), args=[], kwargs={})
-    except tasks.PaymentDeclined:
-        pass
+    del raised  # the test's own reference to the exception
     gc.collect()
     assert tasks.HELD and tasks.HELD[-1]() is None, "the task's local is still referenced"
 
