@@ -4,11 +4,13 @@ import asyncio
 import io
 import json
 import os
+import time
 from datetime import timedelta
 
 import pytest
 from bookings.models import Booking, SentEmail, User
 from bookings.tasks import send_booking_reminders, send_welcome_email
+from django.conf import settings
 from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
@@ -448,3 +450,25 @@ def test_conn_takes_djangos_connection_and_its_proxy() -> None:
 
 def test_settings_name_the_database() -> None:
     assert os.environ.get("BOOKINGS_DATABASE_URL", "").split(":")[0] in ("sqlite", "postgresql")
+
+
+@pytest.mark.parametrize("max_age", [0, 600, None, 0.2])
+def test_tickqs_connection_outlives_a_request_as_conn_max_age_says(max_age) -> None:
+    """As Django's own: closed after each request with CONN_MAX_AGE 0, kept for N seconds,
+    kept for good with None (this thread's connection; Django's test client runs the
+    request here)."""
+    store, client = queue().store, Client()
+    database = settings.DATABASES["default"]
+    before = database.get("CONN_MAX_AGE", 0)
+    database["CONN_MAX_AGE"] = max_age
+    try:
+        assert client.get("/api/cron/health").status_code in (200, 503)  # read: no tick yet
+        first = store._connection()
+        assert client.get("/api/cron/health").status_code in (200, 503)  # read: no tick yet
+        assert (store._connection() is first) == (max_age != 0)
+        if max_age == 0.2:
+            time.sleep(0.25)  # older than CONN_MAX_AGE now: the next request's end closes it
+            assert client.get("/api/cron/health").status_code in (200, 503)  # read: no tick yet
+            assert store._connection() is not first
+    finally:
+        database["CONN_MAX_AGE"] = before

@@ -61,6 +61,7 @@ class TickqBackend(BaseTaskBackend):
         # Django makes a backend per thread (and per async context): what tasks and
         # schedules the alias has, and its Queue, are the process's, shared by all of them.
         self._shared = _shared(alias)
+        self._shared.database = self.database
 
     # -- the tickq Queue behind it ------------------------------------------------------
     @property
@@ -206,6 +207,7 @@ class _Shared:
         default_factory=list
     )
     queue: Queue | None = None
+    database: str = "default"
     views: dict[str, tuple[Queue, Any]] = dataclasses.field(default_factory=dict)
     lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
 
@@ -220,20 +222,34 @@ def _shared(alias: str) -> _Shared:
 
 
 def let_go(**signal: Any) -> None:
-    """Close this thread's tickq connections (the next call opens one again), as Django
-    closes its own: after each request (``request_finished``), and when Django connects to
-    no database (``connection_created`` with no database: it creates or drops one, as
-    its test runner does at the end) — a connection left open there would keep
-    ``DROP DATABASE`` from running ("N other sessions are using the database")."""
+    """Close this thread's tickq connections (the next call opens one again) where Django
+    closes its own: after a request (``request_finished``), when the database's
+    ``CONN_MAX_AGE`` says so (0, the default: after every request; N seconds: once the
+    connection is that old; None: never), and always when Django connects to no database
+    (``connection_created`` with no database: it creates or drops one, as its test runner
+    does at the end) — a connection left open there would keep ``DROP DATABASE`` from
+    running ("N other sessions are using the database")."""
     from django.db.backends.base.base import NO_DB_ALIAS
 
     connection = signal.get("connection")
     if connection is not None and connection.alias != NO_DB_ALIAS:
         return
     with _SHARED_LOCK:
-        queues = [shared.queue for shared in _SHARED.values() if shared.queue is not None]
-    for q in queues:
-        q.store.drop_connection()
+        held = [(s.database, s.queue) for s in _SHARED.values() if s.queue is not None]
+    for database, q in held:
+        if connection is not None or _too_old(q, database):
+            q.store.drop_connection()
+
+
+def _too_old(q: Queue, database: str) -> bool:
+    """Whether ``CONN_MAX_AGE`` of Django's ``database`` ends tickq's connection to it now."""
+    from django.conf import settings
+
+    max_age = settings.DATABASES.get(database, {}).get("CONN_MAX_AGE", 0)
+    if max_age is None:
+        return False  # persistent, as Django's own
+    age = q.store.connection_age()
+    return age is not None and age >= max_age
 
 
 def _job_id(result_id: Any) -> int | None:
