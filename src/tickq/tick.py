@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from datetime import datetime, timedelta
 from time import monotonic
 
-from .cycle import run_cycle
+from .cycle import TICK_PATIENCE, run_cycle
 from .logger import log
 from .store import ScheduleMove
 
@@ -48,7 +48,7 @@ def run_tick(
         # What enqueueing used comes off the budget; a spent budget starts no job.
         budget = max(time_budget - (runtime.monotonic() - budget_started), 1e-6)
     with alerts.at_once() if alerts else nullcontext():
-        jobs = run_cycle(runtime, limit, budget, None)
+        jobs = run_cycle(runtime, limit, budget, None, TICK_PATIENCE)  # a request must end
     if alerts and jobs["failed"]:
         alerts.deliver(time_budget=5.0)  # its first alerts: nothing else runs until next call
     jobs.pop("duration_ms", None)

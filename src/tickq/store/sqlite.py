@@ -324,6 +324,9 @@ class SQLiteStore(SqlStore):
                  "rescue_expired")  # fmt: skip
         return [(name, {"now": now}) for name in names]
 
+    def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("add_released_attempt", params), ("release", params)]
+
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.
         return {"owner": owner, "pairs": dumps([[j.id, j.attempts] for j in jobs])}

@@ -76,3 +76,11 @@ ORDER BY a.finished_at DESC LIMIT :limit
 
 -- name: migrations_applied
 SELECT version FROM tickq_migrations
+
+-- name: note_late
+-- The history row of a run whose outcome arrived after the job had been rescued (its
+-- lease ran out while the database could not be reached): it says so, not "crashed".
+UPDATE tickq_attempts SET error = :note
+WHERE job_id = :id AND attempt IN (:attempt, -:attempt)
+  AND outcome IN ('lease_expired', 'refunded') AND started_at >= :started
+RETURNING job_id

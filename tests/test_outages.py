@@ -1,0 +1,142 @@
+"""Faults that are not crashes never rerun a finished job (issue 23): a database outage
+longer than the lease, a read-only episode, a deploy's SIGTERM. Real processes against a
+PostgreSQL cluster of the test's own (stopped, made read-only), never the shared server."""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgcluster import Cluster, own_cluster
+from tickq import Queue
+from workerproc import WorkerProcess, eventually, runs
+
+LEASE = "3"
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with own_cluster() as c:
+        yield c
+
+
+def _env(url: str, folder: Path, lease: str = LEASE) -> dict[str, str]:
+    return {"TICKQ_DATABASE_URL": url, "TICKQ_TEST_RUNS": str(folder), "TICKQ_TEST_LEASE": lease}
+
+
+def _starts(folder: Path, job_id: int) -> list[dict[str, object]]:
+    return [n for n in runs(folder) if n["event"] == "start" and n["id"] == job_id]
+
+
+@pytest.mark.timeout(120)
+def test_an_outage_longer_than_the_lease_does_not_rerun_the_finished_job(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The database stops while a worker runs a job and stays down 7 s, more than twice the
+    3 s lease; the job finishes meanwhile. Once the database is back the worker records the
+    outcome it kept (nobody took the job over), and a tick started at once rescues nothing:
+    the job ran once, is done, and its history is the one run."""
+    q = Queue(cluster.url, lease_seconds=float(LEASE), strict=False)
+    q.migrate()
+    job_id = q.enqueue("work", {"seconds": 1.5})
+    with WorkerProcess("--poll-interval", "0.2", **_env(cluster.url, tmp_path)) as w:
+        eventually(lambda: _starts(tmp_path, job_id), what="the job to start")
+        cluster.ctl("stop")
+        eventually(lambda: any(n["event"] == "end" for n in runs(tmp_path)), what="its end")
+        time.sleep(7.0 - 1.5)
+        cluster.ctl("start")
+        # Another process right after the restart: the expired lease is not its to take.
+        rescuer = Queue(cluster.url, lease_seconds=float(LEASE), strict=False)
+        assert rescuer.process_jobs(limit=0)["rescued"] == 0
+        rescuer.close()
+        eventually(lambda: (j := q.get_job(job_id)) is not None and j.status == "done",
+                   timeout=30, what="the job to be recorded done")  # fmt: skip
+        time.sleep(float(LEASE) + 0.5)  # a rerun would have started by now
+        w.send(signal.SIGTERM)
+        assert w.wait() == 0, w.output
+    assert len(_starts(tmp_path, job_id)) == 1, runs(tmp_path)
+    assert [a.outcome for a in q.attempts(job_id)] == ["done"]
+    assert "lease ran out while the database was unreachable" not in w.output
+    q.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_deploys_sigterm_leaves_a_released_row_for_the_cut_short_run(
+    db_url: str, tmp_path: Path
+) -> None:
+    """SIGTERM with --grace 1 to a worker running 30 s jobs: the jobs go back without
+    counting, and the cut-short run is in the history as ``released``, with the grace."""
+    q = Queue(db_url, strict=False)
+    q.migrate()
+    job_id = q.enqueue("work", {"seconds": 30})
+    with WorkerProcess("--grace", "1", "--poll-interval", "0.2", **_env(db_url, tmp_path, "60")) as w:
+        eventually(lambda: _starts(tmp_path, job_id), what="the job to start")
+        w.send(signal.SIGTERM)
+        assert w.wait() == 0, w.output
+    job = q.get_job(job_id)
+    assert job is not None and job.status == "pending" and job.attempts == 0
+    history = q.attempts(job_id)
+    assert [(a.attempt, a.outcome) for a in history] == [(1, "released")]
+    assert "grace of 1s ran out" in (history[0].error or "")
+    assert history[0].started_at is not None and history[0].finished_at is not None
+    q.close()
+
+
+def _read_only(cluster: Cluster, on: bool) -> None:
+    """Make the cluster's database read-only (as a replica after a failover is) or writable
+    again, and cut every other connection so each reconnects into the new state."""
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute("SET default_transaction_read_only = off")
+        verb = "SET default_transaction_read_only = on" if on else "RESET default_transaction_read_only"
+        conn.execute(f"ALTER DATABASE postgres {verb}")
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE pid <> pg_backend_pid() AND datname = 'postgres'")  # fmt: skip
+
+
+def _wake_up_latency(q: Queue, folder: Path, n: int) -> list[float]:
+    took = []
+    for _ in range(n):
+        sent = time.monotonic()
+        job_id = q.enqueue("work")
+        eventually(lambda job_id=job_id: _starts(folder, job_id), timeout=10, what="a start")
+        took.append(time.monotonic() - sent)
+        time.sleep(0.05)
+    return took
+
+
+@pytest.mark.timeout(120)
+def test_after_a_read_only_episode_the_worker_listens_again(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The database turns read-only for a few seconds while the worker polls it, then
+    writable again: the worker never decides a pooler is in front of it, hears enqueues by
+    LISTEN again (wake-ups in milliseconds, not a poll's second), and says so in a few
+    lines, not a traceback per poll."""
+    q = Queue(cluster.url, strict=False)
+    q.migrate()
+    env = _env(cluster.url, tmp_path, "6")
+    with WorkerProcess("--log-format", "json", **env) as w:
+        w.wait_for_line("listening")
+        before = _wake_up_latency(q, tmp_path, 3)
+        for _ in range(2):  # two episodes
+            _read_only(cluster, True)
+            time.sleep(3.0)
+            _read_only(cluster, False)
+            time.sleep(2.5)  # the worker's backoff is at most ~1.8 s
+        after = _wake_up_latency(q, tmp_path, 6)
+        w.send(signal.SIGTERM)
+        assert w.wait() == 0, w.output
+    lines = w.json_lines()
+    events = [ln.get("event") for ln in lines]
+    assert "pooler_detected" not in events and "polling" not in events, w.output
+    assert statistics.median(after) < 0.25, (before, after, w.output)
+    assert not any("Traceback" in ln for ln in w.lines), w.output
+    trouble = [ln for ln in lines if ln.get("level") in ("warning", "error")]
+    assert len(trouble) <= 2 * 2, "\n".join(str(t) for t in trouble)
+    q.close()
