@@ -4,16 +4,17 @@
     python bench/chaos.py --backend sqlite      # SQLite: writers killed mid-transaction
     python bench/chaos.py --jobs 500 --seconds 20 --json out.json
 
-On Postgres it creates a throwaway cluster (``pg_createcluster`` on a free port; never the
-shared server), and while an enqueuer stores the jobs at an even pace over ``--seconds`` it
-``kill -9``s workers, ticks and the enqueuer, cuts every tickq connection
-(``pg_terminate_backend``) and restarts the cluster, one fault every ``--fault-every``
-seconds; killed processes are restarted at once, as a supervisor would. On SQLite it kills
-whichever process holds the write lock (mid-transaction) instead of the Postgres faults,
-and checks ``PRAGMA integrity_check`` at the end. Then it lets the jobs drain, stops the
-workers, audits (``chaos_audit``) and prints the figures. Exit 1 if a promise is broken.
-The cluster and every process are cleaned up whatever happens.
-"""
+On Postgres it creates a throwaway cluster (``pg_createcluster`` on a free port; never
+the shared server), and while an enqueuer stores the jobs at an even pace over
+``--seconds`` it ``kill -9``s workers, ticks and the enqueuer, cuts every tickq
+connection (``pg_terminate_backend``), restarts the cluster, stops it for 1.5 leases (an
+outage longer than the lease) and deploys a worker (SIGTERM: its long jobs outlast the
+grace), one fault every ``--fault-every`` seconds; killed processes are restarted at
+once, as a supervisor would. On SQLite it kills whichever process holds the write lock
+(mid-transaction) instead of the Postgres faults, and checks ``PRAGMA integrity_check``
+at the end. Then it lets the jobs drain, stops the workers, audits (``chaos_audit``) and
+prints the figures. Exit 1 if a promise is broken. The cluster and every process are
+cleaned up whatever happens."""
 
 from __future__ import annotations
 
@@ -190,6 +191,7 @@ def _evidence(settings: Settings, fleet: Fleet, injector: Injector, watcher: Ove
     return Evidence(
         total=settings.jobs, runs=runs, jobs=jobs, attempts=attempts,
         faults=injector.faults, killed=dict(fleet.killed), roles=dict(fleet.roles),
+        deployed=dict(fleet.deployed),
         overdue=watcher.ids, enqueue_log=read_enqueue_log(folder), integrity=integrity,
         tick_exits=dict(fleet.tick_exits),
     )  # fmt: skip
@@ -209,6 +211,8 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"{figures['extra_runs_unexplained']} not explained by a recorded lease_expired or "
         f"refunded attempt of a killed process, must be 0; "
         f"{figures['extra_runs_after_finishing']} had finished before the kill)",
+        f"runs missing from the history:     {figures['runs_unrecorded']}  (must be 0; "
+        f"{figures['releases_recorded']} runs cut short by a deploy recorded as released)",
         f"jobs left running past lease:      {figures['left_running_past_lease']}  (must be 0)",
         f"attempts burned, never started:    {figures['attempts_burned_never_started']}  "
         f"(must be 0; {figures['attempts_burned_in_claim_window']} of them killed within "

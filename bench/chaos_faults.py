@@ -1,5 +1,7 @@
 """The fault injector: kill -9 workers, ticks, the enqueuer and SQLite writers mid-transaction,
-cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster."""
+cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster or
+stop it for longer than the lease, and deploy (SIGTERM) a worker whose long jobs outlast its
+grace."""
 
 from __future__ import annotations
 
@@ -12,8 +14,12 @@ from pathlib import Path
 
 from chaos_fleet import Cluster, Fleet
 
-PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db")
-SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker")
+PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db",
+             "outage_db", "deploy_worker")  # fmt: skip
+SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker", "deploy_worker")
+OUTAGE_LEASES = 1.5
+"""``outage_db`` keeps the database stopped this many leases: every lease held meanwhile runs
+out, and no finished job may run again for it (nobody crashed)."""
 WAL_WRITE_LOCK = 120
 """The byte of ``<db>-shm`` a SQLite WAL writer locks for its whole write transaction."""
 
@@ -121,6 +127,26 @@ class Injector:
         fault = Fault("terminate", at, time.time(), affected=self._alive_workers())
         fault.role = f"{row[0] if row else 0} connections"
         return fault
+
+    def outage_db(self) -> Fault:
+        """Stop the cluster for longer than the lease, then start it again."""
+        assert self.cluster is not None
+        at = time.time()
+        self.cluster.stop()
+        self.stop.wait(float(self.fleet.env["TICKQ_CHAOS_LEASE"]) * OUTAGE_LEASES)
+        self.cluster.start()
+        return Fault("outage_db", at, time.time(), affected=self._alive_workers())
+
+    def deploy_worker(self) -> Fault | None:
+        """SIGTERM a worker that is running a long job (one in 200 outlasts the 5 s grace,
+        so its run is cut short and released, with a ``released`` history row)."""
+        with self.fleet.lock:
+            alive = [p for p in self.fleet.workers if p.poll() is None]
+            if not alive:
+                return None
+            victim = self.random.choice(alive)
+            at = self.fleet.deploy(victim)
+            return Fault("deploy_worker", at, at, victim.pid, "worker")
 
     def restart_db(self) -> Fault:
         assert self.cluster is not None

@@ -95,6 +95,12 @@ class Cluster:
     def restart(self) -> None:
         _run("pg_ctlcluster", PG_VERSION, self.name, "restart", "-m", "fast", timeout=60)
 
+    def stop(self) -> None:
+        _run("pg_ctlcluster", PG_VERSION, self.name, "stop", "-m", "fast", timeout=60)
+
+    def start(self) -> None:
+        _run("pg_ctlcluster", PG_VERSION, self.name, "start", timeout=60)
+
     def drop(self) -> None:
         if self.created:
             self.created = False
@@ -128,6 +134,7 @@ class Fleet:
         self.everyone: list[subprocess.Popen[bytes]] = []
         self.roles: dict[int, str] = {}
         self.killed: dict[int, float] = {}
+        self.deployed: dict[int, float] = {}  # pid -> when it got SIGTERM (a deploy)
         self.tick_exits: dict[int, tuple[int, float, float]] = {}
         """pid -> (exit code, started, seen ended) of every tick that exited"""
         self.spawns = {"worker": 0, "tick": 0, "enqueuer": 0}
@@ -168,6 +175,17 @@ class Fleet:
         keys = [f"chaos-{i}" for i in range(first, min(first + BATCH, self.total))]
         count = stored(self.url, keys) if keys else 0
         return "" if count in (0, len(keys)) else f"n={first}..: {count} of {len(keys)} stored"
+
+    def deploy(self, proc: subprocess.Popen[bytes]) -> float:
+        """SIGTERM, as a deploy does: the worker drains for its grace (5 s), puts back what
+        still runs (a ``released`` row each) and exits; ``pump`` then starts a new one."""
+        with self.lock:
+            at = time.time()
+            proc.send_signal(signal.SIGTERM)
+            self.deployed[proc.pid] = at
+            self.workers.remove(proc)  # draining: its replacement starts at once
+            self.start_worker()
+            return at
 
     def kill(self, proc: subprocess.Popen[bytes]) -> float:
         """``kill -9`` one of ours; returns when it happened."""

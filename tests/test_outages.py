@@ -146,7 +146,8 @@ def test_a_deploys_sigterm_leaves_a_released_row_for_the_cut_short_run(
     q = Queue(db_url, strict=False)
     q.migrate()
     job_id = q.enqueue("work", {"seconds": 30})
-    with WorkerProcess("--grace", "1", "--poll-interval", "0.2", **_env(db_url, tmp_path, "60")) as w:
+    env = _env(db_url, tmp_path, "60")
+    with WorkerProcess("--grace", "1", "--poll-interval", "0.2", **env) as w:
         eventually(lambda: _starts(tmp_path, job_id), what="the job to start")
         w.send(signal.SIGTERM)
         assert w.wait() == 0, w.output
@@ -166,7 +167,9 @@ def _read_only(cluster: Cluster, on: bool, how: str) -> None:
     connections already open read-only (and back) without cutting them."""
     with psycopg.connect(cluster.url, autocommit=True) as conn:
         conn.execute("SET default_transaction_read_only = off")
-        value = "SET default_transaction_read_only = on" if on else "RESET default_transaction_read_only"
+        value = "RESET default_transaction_read_only"
+        if on:
+            value = "SET default_transaction_read_only = on"
         if how == "database":
             conn.execute(f"ALTER DATABASE postgres {value}")
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -203,7 +206,7 @@ def test_after_a_read_only_episode_the_worker_listens_again(
         before = _wake_up_latency(q, tmp_path, 3)
         for how in ("database", "system"):  # two episodes
             running = [q.enqueue("work", {"seconds": 1.0}) for _ in range(2)]
-            eventually(lambda: all(_starts(tmp_path, i) for i in running), what="two starts")
+            eventually(lambda ids=running: all(_starts(tmp_path, i) for i in ids), what="starts")
             _read_only(cluster, True, how)
             time.sleep(6.0)  # the jobs end meanwhile; five failed tries or more
             _read_only(cluster, False, how)
@@ -219,8 +222,8 @@ def test_after_a_read_only_episode_the_worker_listens_again(
     assert statistics.median(after) < 0.25, (before, after, w.output)
     # One line per episode: the first failed try (a traceback only when the error is of a
     # kind tickq does not know yet), none per poll, no lease lost, nothing rescued or stale.
-    trouble = [ln for ln in lines
-               if ln.get("logger") == "tickq" and ln.get("level") in ("warning", "error")]  # fmt: skip
+    trouble = [ln for ln in lines if ln.get("logger") == "tickq"
+               and ln.get("level") in ("warning", "error")]  # fmt: skip
     assert [t.get("event") for t in trouble] == ["database_unavailable"] * 2, trouble
     assert sum("Traceback" in ln for ln in w.lines) <= 2, w.output
     starts = [n["id"] for n in runs(tmp_path) if n["event"] == "start"]

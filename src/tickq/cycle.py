@@ -192,7 +192,7 @@ def _note_late(runtime: Runtime, applied: list[Outcome], recorded: Recorded, hel
     late = [o for o in applied if o.job.id in taken]
     try:
         noted = runtime.store.note_late(late, held)
-    except Exception as exc:  # noqa: BLE001 - a note, never worth failing the cycle for
+    except Exception as exc:  # a note: never worth failing the cycle for
         log.warning("tickq could not note %d late outcome(s) in the history: %s", len(late),
                     exc, extra={"event": "late_note_failed"})  # fmt: skip
         return

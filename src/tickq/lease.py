@@ -50,7 +50,8 @@ class LeaseKeeper:
     outcome will not be recorded. A lease that ran out while the database could not be
     reached is not lost by itself: renewals go on every ``RETRY`` seconds until one goes
     through, and the database's answer then decides (the job still ``running`` under this
-    owner and attempt: nobody took it over, and its lease and outcome are still ours). A job asked to stop (``q.cancel``) is told so (``context.request_stop``:
+    owner and attempt: nobody took it over, and its lease and outcome are still ours).
+    A job asked to stop (``q.cancel``) is told so (``context.request_stop``:
     ``JobContext.cancel_requested``, and an async job's task is cancelled). A renewal also
     confirms the start of the jobs said to have ``started`` since the last one: a long
     job's attempt then counts if its process dies.
@@ -187,7 +188,7 @@ class LeaseKeeper:
             return
         try:
             asked = self.store.cancel_requests(self.owner, ids)
-        except Exception:  # noqa: BLE001 - the next renewal says what is wrong
+        except Exception:  # the next renewal says what is wrong
             return
         self._ask_to_stop(asked)
 
