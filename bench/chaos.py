@@ -211,6 +211,9 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"{figures['extra_runs_unexplained']} not explained by a recorded lease_expired or "
         f"refunded attempt of a killed process, must be 0; "
         f"{figures['extra_runs_after_finishing']} had finished before the kill)",
+        f"finished during a long outage:     {figures['finished_during_outage']}  (their "
+        f"outcomes waited for the database; {figures['finished_during_outage_run_again']} of "
+        "them ran again, must be 0)",
         f"runs missing from the history:     {figures['runs_unrecorded']}  (must be 0; "
         f"{figures['releases_recorded']} runs cut short by a deploy recorded as released)",
         f"jobs left running past lease:      {figures['left_running_past_lease']}  (must be 0)",

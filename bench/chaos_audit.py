@@ -114,6 +114,7 @@ def audit(ev: Evidence) -> dict[str, Any]:
             1 for history in ev.attempts.values() for a in history if a.outcome == "released"
         ),
         "runs_unrecorded": len(unrecorded := _unrecorded(ev, by_job)),
+        **_held_through_outages(ev, by_job),
         "left_running_past_lease": len(ev.overdue | set(running)),
         "attempts_burned_never_started": len(burned),
         "attempts_burned_in_claim_window": sum(1 for _, in_window in burned if in_window),
@@ -187,6 +188,16 @@ def _extra_runs(
                 unexplained.append(f"job n={n} id={run.job_id} attempt {run.attempt} "
                                    f"(pid {run.pid}): {why}; {_context(ev, run)}")  # fmt: skip
     return extra, unexplained, finished
+
+
+def _held_through_outages(ev: Evidence, by_job: dict[int, list[Run]]) -> dict[str, int]:
+    """Runs that finished while the database was stopped for longer than the lease (their
+    outcome had to wait for it), and how many of those jobs ran again (must be none)."""
+    windows = [(f.at, f.until) for f in ev.faults if f.kind == "outage_db"]
+    held = [r for r in ev.runs
+            if r.end is not None and any(a <= r.end <= b for a, b in windows)]  # fmt: skip
+    again = [r for r in held if any(x.start > r.start for x in by_job[r.n])]
+    return {"finished_during_outage": len(held), "finished_during_outage_run_again": len(again)}
 
 
 def _unrecorded(ev: Evidence, by_job: dict[int, list[Run]]) -> list[str]:
@@ -345,6 +356,9 @@ def _broken(figures: dict[str, Any]) -> list[str]:
     if figures["extra_runs_unexplained"]:
         broken.append(f"{figures['extra_runs_unexplained']} extra run(s) not explained by a "
                       "recorded lease_expired or refunded attempt of a killed process")  # fmt: skip
+    if figures["finished_during_outage_run_again"]:
+        broken.append(f"{figures['finished_during_outage_run_again']} job(s) that finished "
+                      "during an outage ran again")  # fmt: skip
     if figures["runs_unrecorded"]:
         broken.append(f"{figures['runs_unrecorded']} run(s) missing from their job's history")
     if figures["left_running_past_lease"]:

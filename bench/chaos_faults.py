@@ -129,10 +129,14 @@ class Injector:
         return fault
 
     def outage_db(self) -> Fault:
-        """Stop the cluster for longer than the lease, then start it again."""
+        """Stop the cluster for longer than the lease, then start it again; at a moment
+        when a job runs (up to 5 s of waiting for one), so that an outcome has to wait."""
         assert self.cluster is not None
+        deadline = time.monotonic() + 5
+        while not in_flight(self.fleet.folder / "runs.log") and time.monotonic() < deadline:
+            time.sleep(0.002)
         at = time.time()
-        self.cluster.stop()
+        self.cluster.stop_now()
         self.stop.wait(float(self.fleet.env["TICKQ_CHAOS_LEASE"]) * OUTAGE_LEASES)
         self.cluster.start()
         return Fault("outage_db", at, time.time(), affected=self._alive_workers())
@@ -173,6 +177,26 @@ class Injector:
                     return Fault("kill_writer", at, time.time(), proc.pid, role, affected, half)
             time.sleep(0.002)
         return None
+
+
+def in_flight(runs_log: Path) -> bool:
+    """Whether the last lines of the run log show a run started and not yet ended."""
+    try:
+        with runs_log.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            lines = f.read().decode(errors="replace").splitlines()[1:]
+    except OSError:
+        return False
+    open_runs: set[tuple[str, ...]] = set()
+    for line in lines:
+        parts = tuple(line.split())
+        if len(parts) == 6:
+            key = parts[1:5]
+            if parts[0] == "S":
+                open_runs.add(key)
+            else:
+                open_runs.discard(key)
+    return bool(open_runs)
 
 
 def writer_pid(shm: Path) -> int | None:
