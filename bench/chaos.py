@@ -85,7 +85,7 @@ def _chaos(settings: Settings, fleet: Fleet, cluster: Cluster | None, folder: Pa
     kinds = PG_FAULTS if cluster is not None else SQLITE_FAULTS
     injector = Injector(fleet, kinds, settings.fault_every, settings.seed, cluster,
                         None if cluster else folder / "chaos.db")  # fmt: skip
-    watcher = Overdue(url, settings.lease)
+    watcher = Overdue(url, settings.lease, injector.faults)
     fleet.start_enqueuer()
     fleet.pump(settings.tick_every)
     injector.thread.start()
@@ -140,10 +140,12 @@ def _wind_down(fleet: Fleet) -> None:
 
 
 class Overdue:
-    """Samples, once a second, jobs still ``running`` a full lease after it ran out."""
+    """Samples, once a second, jobs still ``running`` a full lease after it ran out. After
+    the database (re)starts nobody rescues for a lease (the holders reconnect and renew
+    first), so a lease that ran out before runs out a lease after the start."""
 
-    def __init__(self, url: str, lease: float) -> None:
-        self.url, self.lease = url, lease
+    def __init__(self, url: str, lease: float, faults: list[Any] | None = None) -> None:
+        self.url, self.lease, self.faults = url, lease, faults if faults is not None else []
         self.ids: set[int] = set()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="chaos-overdue", daemon=True)
@@ -157,6 +159,12 @@ class Overdue:
                 except Exception:  # the database is restarting: look again next time
                     continue
                 cutoff = datetime.now(UTC) - timedelta(seconds=self.lease)
+                started = [f.until for f in list(self.faults)
+                           if f.kind in ("restart_db", "outage_db")]  # fmt: skip
+                if started and datetime.fromtimestamp(max(started), UTC) > cutoff - (
+                    timedelta(seconds=self.lease)
+                ):
+                    continue  # leases run out a lease after the start: look a lease later
                 self.ids |= {j.id for j in running if _before(j.lease_expires_at, cutoff)}
         finally:
             q.close()
