@@ -176,7 +176,9 @@ class Worker:
         other holder of a lease that ran out meanwhile gets as long to reconnect and renew
         (after an outage they all reconnect at once, and the first must not take the
         others' jobs)."""
-        if self._trouble.over():
+        lasted = time.monotonic() - self._trouble.since
+        if self._trouble.over() and lasted >= self.runtime.lease_seconds / 3:
+            # Long enough for a lease to run out unrenewed (a cut connection is not).
             self._rescue_after = time.monotonic() + self.runtime.lease_seconds
 
     def _on_trouble(self, exc: Exception) -> None:
