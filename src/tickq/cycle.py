@@ -33,8 +33,10 @@ TICK_PATIENCE = 0.5
 """A tick (an HTTP request) keeps retrying a finished job's outcome for this fraction of
 the lease, then must end: the job stays ``running`` and runs again after its lease."""
 CALL_PATIENCE = 2.0
-"""``process_jobs`` keeps retrying for this many leases (a restart or failover is over
-well within two minutes with the default 60 s lease)."""
+"""``process_jobs`` keeps retrying for this many leases, and at least ``CALL_FLOOR``
+seconds (a restart or failover is over well within two minutes, the default 60 s lease's
+two)."""
+CALL_FLOOR = 30.0
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "rescued",
                  "stale", "released", "refunded")  # fmt: skip
@@ -176,20 +178,22 @@ def record_and_claim(
         began = monotonic()
         recorded = _record_again(runtime, applied, started, exc, patience)
         jobs, held_for = [], held_for + monotonic() - began
-    if held_for and recorded.stale:
-        _note_late(runtime, applied, recorded, held_for)
+    if held_for and (recorded.stale or stale):
+        taken = {j.id for j in recorded.stale} | lost
+        _note_late(runtime, [o for o in outcomes if o.kind != "stale" and o.job.id in taken],
+                   held_for)  # fmt: skip
     recorded.stale.extend(stale)
     report["claimed"] += len(jobs)
     tally(runtime, outcomes, recorded, report)
     return recorded, jobs
 
 
-def _note_late(runtime: Runtime, applied: list[Outcome], recorded: Recorded, held: float) -> None:
+def _note_late(runtime: Runtime, late: list[Outcome], held: float) -> None:
     """Outcomes that waited ``held`` seconds for the database and found their job taken
     over meanwhile (rescued once the lease ran out): say so in that run's history row,
     instead of "crashed". Best effort: the outcome itself is gone either way."""
-    taken = {j.id for j in recorded.stale}
-    late = [o for o in applied if o.job.id in taken]
+    if not late:
+        return
     try:
         noted = runtime.store.note_late(late, held)
     except Exception as exc:  # a note: never worth failing the cycle for
@@ -220,14 +224,14 @@ def _record_again(
     """Send the outcomes again (without the claim): each is fenced by status, attempt and
     owner, so one that did reach the database counts as stale, never twice."""
     began = monotonic()
-    give_up = began + runtime.lease_seconds * patience
+    give_up = began + _patience_seconds(runtime, patience)
     for delay in _record_delays():
         if monotonic() + delay > give_up:
             break
         if delay == RECORD_RETRIES[0]:
             log.warning("tickq could not record %d finished job(s) (%s); keeping the outcomes "
                         "and trying again for up to %gs", len(applied), exc,
-                        runtime.lease_seconds * patience,
+                        _patience_seconds(runtime, patience),
                         extra={"event": "record_retry"})  # fmt: skip
         sleep(delay)
         try:
@@ -241,6 +245,11 @@ def _record_again(
                 "running until their lease runs out, then run again", len(applied),
                 monotonic() - began, exc, extra={"event": "record_given_up"})  # fmt: skip
     raise exc
+
+
+def _patience_seconds(runtime: Runtime, patience: float) -> float:
+    seconds = runtime.lease_seconds * patience
+    return max(seconds, CALL_FLOOR) if patience >= CALL_PATIENCE else seconds
 
 
 def _record_delays() -> Iterator[float]:

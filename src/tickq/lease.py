@@ -242,17 +242,18 @@ class LeaseKeeper:
         if self.failing_since is not None:
             return
         self.failing_since = now
-        log.warning("tickq could not renew %d job lease(s) (%s); trying again every %gs, and "
-                    "their outcomes are kept until the database answers", count,
-                    _first_line(exc), min(RETRY, self.lease_seconds / 3),
-                    extra={"event": "lease_renewal_failed"})  # fmt: skip
+        # INFO: whoever runs the jobs (worker, tick) says WARNING once for the outage.
+        log.info("tickq could not renew %d job lease(s) (%s); trying again every %gs; a lease "
+                 "that runs out meanwhile stays ours unless the job was taken over", count,
+                 _first_line(exc), min(RETRY, self.lease_seconds / 3),
+                 extra={"event": "lease_renewal_failed"})  # fmt: skip
 
     def _renewed(self) -> None:
         if self.failing_since is None:
             return
         self.last_outage = monotonic() - self.failing_since
         self.failing_since = None
-        log.info("tickq renewed job leases again after %.1fs", self.last_outage,
+        log.info("tickq lease renewals go through again after %.1fs", self.last_outage,
                  extra={"event": "lease_renewed"})  # fmt: skip
 
     def renew_now(self) -> None:

@@ -239,7 +239,7 @@ class Worker:
         self.runtime.declare_limits()
         looked = self.pacing.clock()
         try:
-            held = time.monotonic() - self._held_since if self._held_since is not None else 0.0
+            held = self._held_for()
             jobs = record_and_claim(
                 self.runtime, self.keeper, outcomes, self.report, for_slots, self.queues,
                 ahead=limit - for_slots, started=began, patience=0, held_for=held,
@@ -272,6 +272,13 @@ class Worker:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
             self.pacing.looked(looked, self.store.due_in(self.queues))
+
+    def _held_for(self) -> float:
+        """Seconds the outcomes in hand have waited for the database (0: none waited)."""
+        since = self._held_since
+        if self._trouble.failures:  # finished during the outage, not yet sent
+            since = min(since if since is not None else self._trouble.since, self._trouble.since)
+        return time.monotonic() - since if since is not None else 0.0
 
     def _batch_ready(self, target: int) -> bool:
         if not self._unrecorded or not self._running or self._stop.is_set():
