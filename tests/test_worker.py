@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,12 +264,14 @@ def test_reconnects_after_its_connections_are_terminated(
 def test_unreachable_database_is_logged_and_retried_not_fatal(tmp_path: Path) -> None:
     env = {"TICKQ_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/nowhere"}
     with WorkerProcess("--log-format", "json", **env) as w:
-        w.wait_for_line('"failures": 2')  # tried, backed off, tried again, still running
+        w.wait_for_line('"failures": 1')
+        time.sleep(1.0)  # backed off, tried again (0.25 s, 0.5 s), still running
         assert w.proc.poll() is None
         w.send(signal.SIGTERM)
         assert w.wait() == 0, w.output
     trouble = [ln for ln in w.json_lines() if ln.get("event") == "database_unavailable"]
     assert "127.0.0.1:1/nowhere is unreachable" in trouble[0]["message"]
+    assert len(trouble) == 1, trouble  # one line for the episode, not one per try
 
 
 def test_missing_tables_are_a_one_line_error(tmp_path: Path) -> None:

@@ -37,6 +37,9 @@ CALL_PATIENCE = 2.0
 seconds (a restart or failover is over well within two minutes, the default 60 s lease's
 two)."""
 CALL_FLOOR = 30.0
+LATE_AFTER = 1.0
+"""Outcomes that waited this many seconds or more for the database and came back stale
+were taken over during the outage: their run's history row says so."""
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "rescued",
                  "stale", "released", "refunded")  # fmt: skip
@@ -178,7 +181,7 @@ def record_and_claim(
         began = monotonic()
         recorded = _record_again(runtime, applied, started, exc, patience)
         jobs, held_for = [], held_for + monotonic() - began
-    if held_for and (recorded.stale or stale):
+    if held_for >= LATE_AFTER and (recorded.stale or stale):
         taken = {j.id for j in recorded.stale} | lost
         _note_late(runtime, [o for o in outcomes if o.kind != "stale" and o.job.id in taken],
                    held_for)  # fmt: skip
