@@ -229,3 +229,35 @@ def test_after_a_read_only_episode_the_worker_listens_again(
     starts = [n["id"] for n in runs(tmp_path) if n["event"] == "start"]
     assert len(starts) == len(set(starts)), "a job ran twice"
     q.close()
+
+
+def test_every_release_of_an_attempt_keeps_its_own_history_row(db_url: str) -> None:
+    """A job released twice under the same attempt number (two deploys), then done: three
+    rows, oldest first, none lost to the history's key (a release is stored as -N, told
+    apart by a negative snooze number); a release of a job that never started leaves none;
+    the dashboard's timeline shows a release as a wait, not a failure."""
+    from tickq.dashboard.views import timeline
+    from tickq.store import Outcome
+
+    q = Queue(db_url, strict=False)
+    q.migrate()
+    job_id = q.enqueue("work")
+    store, owner = q.store, "host:1:feedbeef"
+    [job] = store.claim(owner, 1, 60)
+    assert store.release(owner, [job]) == [job_id]  # waited in line, never started: no row
+    for grace in (3.0, 0.5):
+        [job] = store.claim(owner, 1, 60)
+        assert store.release(owner, [job], {job.id}, grace) == [job_id]
+    [job] = store.claim(owner, 1, 60)
+    assert [j.id for j in store.record(owner, [Outcome(job, "succeeded")]).succeeded] == [job_id]
+    history = q.attempts(job_id)
+    assert [(a.attempt, a.outcome) for a in history] == [
+        (1, "released"), (1, "released"), (1, "done")
+    ]  # fmt: skip
+    assert "grace of 3s ran out" in (history[0].error or "")
+    assert "grace of 0.5s ran out" in (history[1].error or "")
+    done = q.get_job(job_id)
+    assert done is not None and done.attempts == 1
+    events = timeline(done, [{"a": a} for a in history])
+    assert {e["kind"] for e in events if e["what"] == "attempt 1: released"} == {"pending"}
+    q.close()
