@@ -35,7 +35,7 @@ class Listener:
         if self.listen_url and store.can_listen:
             self.listen_url = store.direct_url(self.listen_url)
         self.stopped = threading.Event()
-        self._trouble = Trouble("LISTEN connection")
+        self._trouble = Trouble("LISTEN connection", quiet_first=True)
         self._announced = False  # the "listening" line is logged once
 
     def start(self) -> None:

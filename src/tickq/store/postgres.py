@@ -218,14 +218,39 @@ class PostgresStore(PostgresHorizon, SqlStore):
         return url_location(self.url)
 
     def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
-        with conn.cursor() as cur:
-            cur.execute(sql, params)
-            return cur.fetchall() if cur.description else []
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return cur.fetchall() if cur.description else []
+        except BaseException:
+            self._forget(conn)
+            raise
+
+    def _forget(self, conn: Any) -> None:
+        """A statement failed on ``conn``: never use it again. psycopg counts a statement
+        sent in a pipeline that the server then aborted as prepared (it never was): on the
+        same connection its next use fails with 'prepared statement "_pg3_1" does not
+        exist', which is no pooler's doing. A new connection starts with nothing prepared,
+        so a lost statement is only ever seen on a connection with no failure behind it."""
+        current: Any = getattr(self._local, "conn", None)
+        if current is None or conn is not current:
+            return
+        status = self.psycopg.pq.TransactionStatus
+        if conn.info.transaction_status in (status.INTRANS, status.INERROR):
+            return  # inside a block (a migration): its end rolls back, then it is dropped
+        self.drop_connection()
 
     def _run_many(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
         if len(statements) == 1:
             name, params = statements[0]
             return [self._run(conn, self._sql[name], params)]
+        try:
+            return self._pipeline(conn, statements)
+        except BaseException:
+            self._forget(conn)
+            raise
+
+    def _pipeline(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
         # One implicit transaction and one round trip: an explicit conn.transaction() here
         # would make psycopg sync around BEGIN and COMMIT (four round trips).
         cursors = []

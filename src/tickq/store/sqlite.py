@@ -357,10 +357,10 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         params = self._outcome_params(owner, outcome)
         return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
-    def rescue_expired(self) -> Rescued:
+    def rescue_expired(self, grace: float = 0.0) -> Rescued:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
         self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
-        return super().rescue_expired()
+        return super().rescue_expired(grace)
 
     def database_health(self) -> dict[str, Any]:
         return self.wal_state()
@@ -373,6 +373,9 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         names = ("add_refunded_attempts", "refund_expired", "add_expired_attempts",
                  "rescue_expired")  # fmt: skip
         return [(name, params) for name in names]
+
+    def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("add_released_attempt", params), ("release", params)]
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.

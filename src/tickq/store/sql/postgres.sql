@@ -185,13 +185,27 @@ a AS (
 SELECT {job_columns} FROM j
 
 -- name: release
-UPDATE tickq_jobs
-SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
-    lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-  AND cancel_requested_at IS NULL
-RETURNING id
+-- Back to pending, the attempt not counted. A run cut short (:ran: it had started) keeps a
+-- history row, numbered minus the attempt it gave back (as a refund is) and told apart
+-- from a refund and from earlier releases of that number by a negative snooze number.
+WITH j AS (
+    UPDATE tickq_jobs
+    SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
+        ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+        lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
+    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+      AND cancel_requested_at IS NULL
+    RETURNING id, attempts + 1 AS attempt, attempted_at),
+a AS (
+    INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
+                                error)
+    SELECT j.id, -j.attempt,
+           -1 - (SELECT count(*) FROM tickq_attempts p
+                 WHERE p.job_id = j.id AND p.attempt = -j.attempt AND p.snooze < 0),
+           j.attempted_at, COALESCE(CAST(:now AS timestamptz), now()), 'released', :error
+    FROM j WHERE CAST(:ran AS boolean)
+    ON CONFLICT DO NOTHING)
+SELECT id FROM j
 
 -- name: extend_leases
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
@@ -219,6 +233,7 @@ WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND ahead = 1 AND cancel_requested_at IS NULL
       AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
+      AND {holders_back}
     FOR UPDATE SKIP LOCKED),
 history AS (
     INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
@@ -238,10 +253,13 @@ SELECT {job_columns} FROM j
 
 -- name: rescue_expired
 -- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule);
--- cancelled when the job was asked to stop.
+-- cancelled when the job was asked to stop. {holders_back}: none in the first :grace
+-- seconds after the server started (a lease that ran out while it was down was held by
+-- a process that could not renew; it gets that long to reconnect), as refund_expired.
 WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
+      AND {holders_back}
     FOR UPDATE SKIP LOCKED),
 j AS (
     UPDATE tickq_jobs t
