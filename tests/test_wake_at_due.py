@@ -78,8 +78,8 @@ def test_a_job_enqueued_elsewhere_with_a_delay_starts_when_due(db_url: str, tmp_
     q = Queue(db_url, strict=False)
     q.migrate()
     with idle_worker(db_url, tmp_path) as w:
-        other = elsewhere(db_url, "from datetime import timedelta\n"
-                                  "q.enqueue('work', {}, run_after=timedelta(seconds=1))")  # fmt: skip
+        delayed = "q.enqueue('work', {}, run_after=timedelta(seconds=1))"
+        other = elsewhere(db_url, f"from datetime import timedelta\n{delayed}")
         assert other.wait(60) == 0
         eventually(lambda: q.stats()["by_status"].get("done") == 1, what="the delayed job")
         stop(w)
