@@ -263,7 +263,7 @@ class Worker:
         self.pacing.retry_soon([o.delay for o in outcomes if o.kind in ("retried", "snoozed")])
         if any(o.kind == "failed" for o in outcomes):
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
-            # be there; no NOTIFY is sent for a job due later.
+            # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
             self.pacing.due_soon(self.store.due_in(self.queues))
         self.keeper.hold(jobs)
         for job in jobs:
