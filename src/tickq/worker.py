@@ -75,7 +75,7 @@ class Worker:
         self.runtime, self.store = runtime, runtime.store
         self.queues = parse_queues(queues)
         self.concurrency = check_concurrency(concurrency)
-        self.listener = Listener(self.store, listen_url, self._enqueued)
+        self.listener = Listener(self.store, listen_url, self._enqueued, self._due_later)
         default_poll = DEFAULT_POLL.get(self.store.dialect, 1.0) if self.listens else 1.0
         self.poll_interval = check_seconds(
             "poll_interval", default_poll if poll_interval is None else poll_interval,
@@ -101,6 +101,8 @@ class Worker:
         self._began: deque[Job] = deque()  # of those, started (appended by the pool)
         self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
         self._listening = False
+        self._heard_lock = threading.Lock()
+        self._heard_due = float("inf")  # monotonic: a job heard of comes due (not yet paced)
         self._trouble = Trouble("database")
         self._held_since: float | None = None  # outcomes kept since the database failed
         self._rescue_after = 0.0  # monotonic: no rescue before (holders renew first)
@@ -145,6 +147,7 @@ class Worker:
 
     def _step(self) -> None:
         self._stop_deaf_listener()
+        self._pace_heard()
         self._collect()
         self._abandon_lost()
         if self._trouble.failures:
@@ -260,7 +263,7 @@ class Worker:
         self.pacing.retry_soon([o.delay for o in outcomes if o.kind in ("retried", "snoozed")])
         if any(o.kind == "failed" for o in outcomes):
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
-            # be there; no NOTIFY is sent for a job due later.
+            # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
             self.pacing.due_soon(self.store.due_in(self.queues))
         self.keeper.hold(jobs)
         for job in jobs:
@@ -438,6 +441,24 @@ class Worker:
         if queues is None or self.queues is None or not queues.isdisjoint(self.queues):
             self._due.set()
             self._wake.set()
+
+    def _due_later(self, queue: str, seconds: float) -> None:
+        """Another process put a job in line on ``queue`` due in ``seconds`` (a retry, a
+        snooze, a delayed enqueue): wake then, not at the next poll."""
+        if self.queues is not None and queue not in self.queues:
+            return
+        at = self.runtime.monotonic() + seconds
+        with self._heard_lock:
+            if at >= self._heard_due:
+                return
+            self._heard_due = at
+        self._wake.set()  # the loop hands it to the pacing and sleeps until then
+
+    def _pace_heard(self) -> None:
+        with self._heard_lock:
+            at, self._heard_due = self._heard_due, float("inf")
+        if at != float("inf"):
+            self.pacing.heard_due(at)
 
     # -- LISTEN/NOTIFY ------------------------------------------------------------------
     @property

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ..clock import Clock
     from ..job import NewJob
-    from .plumbing import Rows, Statement, Wake
+    from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome
 
 CHUNK = 1000
@@ -326,9 +326,13 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         """``url`` checked as an address to ``listen`` on."""
         return url
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None:
         """Block until ``stop`` is set, calling ``wake`` for other processes' enqueues;
-        ``url``: listen on a connection to there (a direct one, past a pooler).
+        ``url``: listen on a connection to there (a direct one, past a pooler). ``later``:
+        called with a queue and seconds where the store can tell that a job put in line
+        there comes due that much later (Postgres); without it such a note calls ``wake``.
 
         Only where ``can_listen``; raises ``DatabaseUnavailable`` when the connection drops.
         """

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..controls import Limit
     from ..job import Attempt, Job, NewJob
-    from .plumbing import Wake
+    from .plumbing import Later, Wake
     from .postgres import PostgresStore
     from .records import Leases, Outcome, Recorded, Rescued, ScheduleMove, TickState
     from .sqlite import SQLiteStore
@@ -204,7 +204,9 @@ class Lifecycle(Protocol):
 
     def direct_url(self, url: str) -> str: ...
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None: ...
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None: ...
 
     def drop_connection(self) -> None: ...
 

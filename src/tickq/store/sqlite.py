@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..clock import Clock
     from ..job import Job
-    from .plumbing import Rows, Statement, Wake
+    from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome, Recorded, Rescued, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
@@ -275,10 +275,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             rows.extend(conn.execute(self._sql["claim"], {**params, "limit": left}).fetchall())
         return rows
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None:
         """Call ``wake(None)`` once watching, then whenever another connection (another
         process, usually) has committed to the file: ``PRAGMA data_version`` on a
-        connection of its own changes then. ``url`` is ignored (it is for Postgres)."""
+        connection of its own changes then. ``url`` and ``later`` are ignored (a commit
+        says nothing of due times: the worker looks, reads ``due_in`` and sleeps until it)."""
         if self._uri:  # an in-memory database: no other process can write to it
             wake(None)
             stop.wait()

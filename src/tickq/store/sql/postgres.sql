@@ -3,10 +3,10 @@
 -- clock skew between machines can neither run jobs early nor strand them.
 
 -- name: insert
--- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), only for
--- jobs due now; the channel is named after this table's oid, so apps sharing a database
--- in different schemas don't wake each other. Identical notifications in one transaction
--- are sent once.
+-- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), for jobs
+-- due now or soon ({@wake}); the channel is named after this table's oid, so apps sharing
+-- a database in different schemas don't wake each other. Identical notifications in one
+-- transaction are sent once.
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
@@ -15,14 +15,13 @@ WITH j AS (
             :unique_key, :unique_scope, CAST(:meta AS jsonb),
             COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
     ON CONFLICT DO NOTHING
-    RETURNING id, queue, run_after)
-SELECT j.id FROM j, LATERAL (
-    SELECT CASE WHEN j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
-                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
-           END) AS wake
+    RETURNING id, queue, run_after),
+due AS (SELECT queue, run_after FROM j),
+{@wake}
+SELECT j.id FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: insert_many
--- One statement for many jobs; wakes workers like insert does.
+-- One statement for many jobs; wakes workers like insert does (once per queue).
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
@@ -38,11 +37,29 @@ WITH j AS (
                               unique_key, unique_scope, meta, ord)
     ORDER BY r.ord
     ON CONFLICT DO NOTHING
-    RETURNING id, unique_key, queue, run_after)
-SELECT j.id, j.unique_key FROM j, LATERAL (
-    SELECT CASE WHEN j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
-                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
-           END) AS wake
+    RETURNING id, unique_key, queue, run_after),
+due AS (SELECT queue, run_after FROM j),
+{@wake}
+SELECT j.id, j.unique_key FROM j WHERE (SELECT count(*) FROM wake) >= 0
+
+-- name: wake
+-- Not a query: the CTE that statements putting jobs in line end with (insert, insert_many,
+-- retried, snoozed), after a CTE "due" (queue, run_after) of those jobs. One notification
+-- per queue at commit: its name when a job is due now (what every version sends and
+-- hears); "<queue><US><ms>" (US: chr(31)) when its first job is due in ms milliseconds, at
+-- most {wake_horizon} from now (a worker learns of later ones at its next look). Identical
+-- ones in a transaction are sent once; none when no job is due that soon. Included as
+-- {@wake}; the statement must read "wake" (SELECT count(*) FROM wake) for it to run.
+wake AS (
+    SELECT pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid),
+                     CASE WHEN d.at <= n.ts THEN d.queue
+                          ELSE d.queue || chr(31) || CAST(GREATEST(0, floor(1000 * EXTRACT(
+                              EPOCH FROM d.at - COALESCE(CAST(:now AS timestamptz),
+                                                         clock_timestamp())))) AS bigint)
+                     END)
+    FROM (SELECT queue, min(run_after) AS at FROM due GROUP BY queue) AS d,
+         (SELECT COALESCE(CAST(:now AS timestamptz), now()) AS ts) AS n
+    WHERE d.at <= n.ts + make_interval(secs => {wake_horizon}))
 
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
@@ -95,7 +112,8 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = 
 RETURNING id
 
 -- name: retried
--- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried.
+-- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried. The
+-- retry's due time wakes listening workers ({@wake}), wherever the attempt ran.
 WITH j AS (
     UPDATE tickq_jobs
     SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
@@ -113,14 +131,17 @@ a AS (
     SELECT id, attempts, attempted_at, updated_at,
            CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
            last_error, :duration FROM j
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
+    ON CONFLICT DO NOTHING),
+due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
+{@wake}
+SELECT {job_columns} FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: snoozed
 -- A run that raised Snooze: back to pending with its attempt given back (as release does),
 -- the snooze counted; max_snooze runs from the start of the first snoozed run. Its history
 -- row is numbered by the attempt it gave back and by its snooze. A job asked to stop
--- (cancel_requested_at) ends cancelled instead, its attempt counted.
+-- (cancel_requested_at) ends cancelled instead, its attempt counted. Wakes listening
+-- workers for its new due time, as retried does.
 WITH j AS (
     UPDATE tickq_jobs
     SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
@@ -145,8 +166,10 @@ a AS (
            attempted_at, updated_at,
            CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE :outcome END,
            CASE WHEN status = 'cancelled' THEN last_error ELSE :error END, :duration FROM j
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
+    ON CONFLICT DO NOTHING),
+due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
+{@wake}
+SELECT {job_columns} FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: failed
 -- A job asked to stop (cancel_requested_at) ends cancelled instead: no failure alert.
