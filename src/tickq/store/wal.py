@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from contextlib import suppress
+from time import monotonic, sleep
 
 from ..errors import DatabaseUnavailable
 from ..logger import log
@@ -54,6 +54,9 @@ TIGHT_PAGES = 64
 room a small transaction is written into without asking the disk for more."""
 WAL_SMALL = TIGHT_PAGES * 4096
 """A log this small is left alone on a tight disk (not on a full one)."""
+SETTLE_WAIT = 1.0
+"""Seconds a write on a tight disk tries to have the log taken in before and after it
+(another connection's checkpoint running, or readers of an old snapshot, make it wait)."""
 SPARE_PAGES = 16
 """Pages of room a commit on a tight disk must leave besides what its new pages take:
 for the log's copies of the pages it changed."""
@@ -132,12 +135,20 @@ class SQLiteWal(Plumbing):
         has taken in everything the log holds and the next write starts the log over,
         in the room it already has. Without it, readers that overlap keep the automatic
         checkpoint from finishing, and the log grows into the room the database file
-        needs for that checkpoint. A checkpoint that can't finish is tried again after
-        the next commit, or by the rescue pass."""
+        needs for that checkpoint. Busy (another connection's checkpoint runs, or readers
+        stay), it tries again for up to ``SETTLE_WAIT`` seconds; then the next write, or
+        the rescue pass, does."""
         if not self._tight(conn):
             return
-        with suppress(sqlite3.Error):
-            conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+        deadline = monotonic() + SETTLE_WAIT
+        while True:
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()[0]
+            except sqlite3.Error:  # a full disk: the commit, or the next rescue pass, says so
+                return
+            if not busy or monotonic() >= deadline:
+                return
+            sleep(0.01)
 
     def tend_wal(self, full: bool = False) -> None:
         """Checkpoint and truncate the log if it is past ``WAL_BOUND``, past ``WAL_SMALL``
