@@ -132,11 +132,11 @@ class SQLiteWal(Plumbing):
         """Before a write transaction and after its commit, on a tight disk:
         ``wal_checkpoint(RESTART)``, waiting (up to the connection's busy timeout) for
         readers of older snapshots, so the database file has taken in everything the log
-        holds and the next write starts the log over, in the room it already has. Without it, readers that overlap keep the automatic
-        checkpoint from finishing, and the log grows into the room the database file
-        needs for that checkpoint. Busy (another connection's checkpoint runs, or readers
-        stay), it tries again for up to ``SETTLE_WAIT`` seconds; then the next write, or
-        the rescue pass, does."""
+        holds and the next write starts the log over, in the room it already has.
+        Without it, readers that overlap keep the automatic checkpoint from finishing, and
+        the log grows into the room the database file needs for that checkpoint. Busy
+        (another connection's checkpoint runs, or readers stay), it tries again for up to
+        ``SETTLE_WAIT`` seconds; then the next write, or the rescue pass, does."""
         if not self._tight(conn):
             return
         deadline = monotonic() + SETTLE_WAIT
