@@ -119,9 +119,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         try:
             yield
         except sqlite3.OperationalError as exc:
+            message = str(exc)
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 self.tend_wal(full=True)  # give the log's space back for the next try
-            message = str(exc)
+                raise DatabaseUnavailable(
+                    f"the disk holding SQLite database {self.path} is full ({message}); "
+                    "nothing was written: free some space on that disk and try again"
+                ) from exc
             if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
                     f"tickq's tables are missing or not up to date in {self.path} ({message}); "
@@ -213,10 +217,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        self._settle(conn)  # a tight disk: what others committed taken in first
         self._execute(conn, "BEGIN IMMEDIATE")
         try:
             yield conn
+            self._room_to_commit(conn)  # a tight disk: room for the checkpoint after it
             self._execute(conn, "COMMIT")  # busy while readers finish (rollback journal)
+            self._settle(conn)  # a tight disk: the log taken in, started over
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -227,7 +234,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
 
     def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
         limited = self._limits_hint(conn, statements)
-        if len(statements) == 1 and not limited:  # one statement is a transaction of its own
+        alone = len(statements) == 1 and not limited and not self._tight(conn)
+        if alone:  # one statement is a transaction of its own (not on a tight disk: see wal)
             name, params = statements[0]
             return [self._execute(conn, self._sql[name], params)]
         with self._transaction(conn):
