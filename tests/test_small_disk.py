@@ -117,7 +117,7 @@ def test_a_write_the_freed_room_cannot_checkpoint_is_refused_and_the_queue_goes_
         # A job takes a 4 KiB page: this batch needs 3/4 of the free room, in the log and
         # again in the database file.
         big = int(0.75 * free_bytes(small_disk) / 4096)
-        with pytest.raises(DatabaseUnavailable, match="nearly full"):
+        with pytest.raises(DatabaseUnavailable, match=r"disk full \(nearly"):
             q.enqueue_many([("carry", {"blob": BLOB})] * big)
         more = [i for _ in range(2) for i in q.enqueue_many([("carry", {"blob": BLOB})] * 50)]
         eventually(lambda: q.stats()["by_status"]["done"] == len(ids) + 100, timeout=60,

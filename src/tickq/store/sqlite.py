@@ -122,10 +122,6 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             message = str(exc)
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 self.tend_wal(full=True)  # give the log's space back for the next try
-                raise DatabaseUnavailable(
-                    f"the disk holding SQLite database {self.path} is full ({message}); "
-                    "nothing was written: free some space on that disk and try again"
-                ) from exc
             if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
                     f"tickq's tables are missing or not up to date in {self.path} ({message}); "
@@ -168,6 +164,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _trouble(self, exc: sqlite3.OperationalError) -> DatabaseUnavailable | None:
         """A full disk or a file this process can't write, in words; else None."""
         code = _code(exc)
+        if code == sqlite3.SQLITE_IOERR and self._disk_is_full():
+            code = sqlite3.SQLITE_FULL  # opening on a full disk: its -shm can't be made
         if code == sqlite3.SQLITE_FULL:
             return DatabaseUnavailable(
                 f"SQLite database {self.path} is out of space: disk full ({exc}): free space "
@@ -183,6 +181,15 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                 READ_ONLY,
             )
         return None
+
+    def _disk_is_full(self) -> bool:
+        import os
+
+        try:
+            stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return False
+        return stat.f_bavail * stat.f_frsize < 64 * 1024
 
     def _execute(self, conn: sqlite3.Connection, sql: str, params: Any = ()) -> Rows:
         """``conn.execute(sql)`` waiting up to ``busy_timeout`` for another writer's lock,

@@ -30,7 +30,7 @@ import os
 import sqlite3
 from time import monotonic, sleep
 
-from ..errors import DatabaseUnavailable
+from ..errors import DISK_FULL, DatabaseUnavailable
 from ..logger import log
 from .plumbing import Plumbing
 
@@ -123,9 +123,10 @@ class SQLiteWal(Plumbing):
         if free is None or growth <= 0 or free >= needed:
             return
         raise DatabaseUnavailable(
-            f"the disk holding SQLite database {self.path} is nearly full ({free} bytes "
+            f"SQLite database {self.path} is out of space: disk full (nearly: {free} bytes "
             f"free; this write needs about {needed}); nothing was written: free some space "
-            "on that disk, or write fewer jobs at a time"
+            "on that disk, or write fewer jobs at a time",
+            DISK_FULL,
         )
 
     def _settle(self, conn: Any) -> None:
