@@ -4,18 +4,19 @@
     python bench/chaos.py --backend sqlite      # SQLite: writers killed mid-transaction
     python bench/chaos.py --jobs 500 --seconds 20 --json out.json
 
-On Postgres it creates a throwaway cluster (``pg_createcluster`` on a free port; never the
-shared server), and while an enqueuer stores the jobs at an even pace over ``--seconds`` it
-``kill -9``s workers, ticks and the enqueuer, cuts every tickq connection
-(``pg_terminate_backend``) and restarts the cluster, one fault every ``--fault-every``
-seconds; killed processes are restarted at once, as a supervisor would. On SQLite it kills
-whichever process holds the write lock (mid-transaction) instead of the Postgres faults,
-steps the wall clocks of half the workers and ticks forward and back by more than a lease
-(``chaos_app``'s clock files), and checks ``PRAGMA integrity_check`` at the end. Then it
-lets the jobs drain, stops the workers, audits (``chaos_audit``) and prints the figures.
-Exit 1 if a promise is broken.
-The cluster and every process are cleaned up whatever happens.
-"""
+On Postgres it creates a throwaway cluster (``pg_createcluster`` on a free port; never
+the shared server), and while an enqueuer stores the jobs at an even pace over
+``--seconds`` it ``kill -9``s workers, ticks and the enqueuer, cuts every tickq
+connection (``pg_terminate_backend``), restarts the cluster, stops it for 1.5 leases (an
+outage longer than the lease) and deploys a worker (SIGTERM: its long jobs outlast the
+grace), one fault every ``--fault-every`` seconds; killed processes are restarted at
+once, as a supervisor would. On SQLite it kills whichever process holds the write lock
+(mid-transaction) instead of the Postgres faults, steps the wall clocks of half the
+workers and ticks forward and back by more than a lease (``chaos_app``'s clock files), and
+checks ``PRAGMA integrity_check``
+at the end. Then it lets the jobs drain, stops the workers, audits (``chaos_audit``) and
+prints the figures. Exit 1 if a promise is broken. The cluster and every process are
+cleaned up whatever happens."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def _chaos(settings: Settings, fleet: Fleet, cluster: Cluster | None, folder: Pa
     kinds = PG_FAULTS if cluster is not None else SQLITE_FAULTS
     injector = Injector(fleet, kinds, settings.fault_every, settings.seed, cluster,
                         None if cluster else folder / "chaos.db")  # fmt: skip
-    watcher = Overdue(url, settings.lease)
+    watcher = Overdue(url, settings.lease, injector.faults)
     fleet.start_enqueuer()
     fleet.pump(settings.tick_every)
     injector.thread.start()
@@ -141,10 +142,12 @@ def _wind_down(fleet: Fleet) -> None:
 
 
 class Overdue:
-    """Samples, once a second, jobs still ``running`` a full lease after it ran out."""
+    """Samples, once a second, jobs still ``running`` a full lease after it ran out. After
+    the database (re)starts nobody rescues for a lease (the holders reconnect and renew
+    first), so a lease that ran out before runs out a lease after the start."""
 
-    def __init__(self, url: str, lease: float) -> None:
-        self.url, self.lease = url, lease
+    def __init__(self, url: str, lease: float, faults: list[Any] | None = None) -> None:
+        self.url, self.lease, self.faults = url, lease, faults if faults is not None else []
         self.ids: set[int] = set()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="chaos-overdue", daemon=True)
@@ -153,12 +156,20 @@ class Overdue:
         q = Queue(self.url)
         try:
             while not self.stop.wait(1.0):
+                if self._just_restarted():
+                    continue  # leases run out a lease after the start: look a lease later
                 try:
                     self.ids |= self._overdue(q)
                 except Exception:  # the database is restarting: look again next time
                     continue
         finally:
             q.close()
+
+    def _just_restarted(self) -> bool:
+        cutoff = datetime.now(UTC) - timedelta(seconds=2 * self.lease)
+        started = [f.until for f in list(self.faults)
+                   if f.kind in ("restart_db", "outage_db")]  # fmt: skip
+        return bool(started) and datetime.fromtimestamp(max(started), UTC) > cutoff
 
     def _overdue(self, q: Queue) -> set[int]:
         if self.url.startswith("sqlite:"):
@@ -213,6 +224,7 @@ def _evidence(settings: Settings, fleet: Fleet, injector: Injector, watcher: Ove
     return Evidence(
         total=settings.jobs, runs=runs, jobs=jobs, attempts=attempts,
         faults=injector.faults, killed=dict(fleet.killed), roles=dict(fleet.roles),
+        deployed=dict(fleet.deployed),
         overdue=watcher.ids, enqueue_log=read_enqueue_log(folder), integrity=integrity,
         tick_exits=dict(fleet.tick_exits),
     )  # fmt: skip
@@ -232,6 +244,11 @@ def report(figures: dict[str, Any], settings: Settings, seconds: float) -> str:
         f"{figures['extra_runs_unexplained']} not explained by a recorded lease_expired or "
         f"refunded attempt of a killed process, must be 0; "
         f"{figures['extra_runs_after_finishing']} had finished before the kill)",
+        f"finished during a long outage:     {figures['finished_during_outage']}  (their "
+        f"outcomes waited for the database; {figures['finished_during_outage_run_again']} of "
+        "them ran again, must be 0)",
+        f"runs missing from the history:     {figures['runs_unrecorded']}  (must be 0; "
+        f"{figures['releases_recorded']} runs cut short by a deploy recorded as released)",
         f"jobs left running past lease:      {figures['left_running_past_lease']}  (must be 0)",
         f"attempts burned, never started:    {figures['attempts_burned_never_started']}  "
         f"(must be 0; {figures['attempts_burned_in_claim_window']} of them killed within "

@@ -5,7 +5,10 @@ Promises checked (each broken one is listed with the jobs that break it):
 - never twice, except after a kill: every run but a job's last is an attempt whose process
   the injector killed, and that tickq recorded as ``lease_expired`` or ``refunded`` (a
   claimed job whose start was not yet confirmed: the same attempt number runs again, once
-  per job at most, and the history holds a ``refunded`` row for it);
+  per job at most, and the history holds a ``refunded`` row for it), or a run cut short by
+  a deploy (SIGTERM, grace run out) recorded as ``released``; no rerun after an outage,
+  however long, since nobody crashed;
+- every run on record: each run the log shows has its row in the job's history;
 - no job left ``running`` long past its lease;
 - no attempt burned on a job that never started: every ``lease_expired`` attempt ran;
 - an enqueuer killed mid-``enqueue_many`` stored the whole batch or none of it;
@@ -49,6 +52,8 @@ class Evidence:
     faults: list[Fault]
     killed: dict[int, float]
     roles: dict[int, str]
+    deployed: dict[int, float] = field(default_factory=dict)
+    """pid -> when the injector sent it SIGTERM (a deploy, not a crash)"""
     overdue: set[int] = field(default_factory=set)
     enqueue_log: list[tuple[str, float, float, str]] = field(default_factory=list)
     """(ok|err, call start, call end, text) per enqueue batch"""
@@ -105,6 +110,11 @@ def audit(ev: Evidence) -> dict[str, Any]:
             1 for history in ev.attempts.values() for a in history if a.outcome == "refunded"
         ),
         "extra_runs_after_finishing": len(repeated_finished),
+        "releases_recorded": sum(
+            1 for history in ev.attempts.values() for a in history if a.outcome == "released"
+        ),
+        "runs_unrecorded": len(unrecorded := _unrecorded(ev, by_job)),
+        **_held_through_outages(ev, by_job),
         "left_running_past_lease": len(ev.overdue | set(running)),
         "attempts_burned_never_started": len(burned),
         "attempts_burned_in_claim_window": sum(1 for _, in_window in burned if in_window),
@@ -121,6 +131,7 @@ def audit(ev: Evidence) -> dict[str, Any]:
         "examples": {
             "lost": lost[:10],
             "unexplained": unexplained[:10],
+            "unrecorded": unrecorded[:10],
             "burned": [text for text, _ in burned[:10]],
             "failed_outside_faults": outside[:10],
             "half_stored": halves[:10],
@@ -151,10 +162,13 @@ def _extra_runs(
         history = ev.attempts.get(runs[0].job_id, [])
         expired = {a.attempt for a in history if a.outcome == "lease_expired"}
         refunds = {a.attempt for a in history if a.outcome == "refunded"}
+        releases = {a.attempt for a in history if a.outcome == "released"}
+        released = sum(1 for a in history if a.outcome == "released")
         repeats = len(runs) - len({r.attempt for r in runs})
-        if repeats > 1:
+        if repeats > 1 + released:
             unexplained.append(f"job n={n} id={runs[0].job_id}: {repeats} runs repeated an "
-                               "attempt (a refund happens once per job at most)")  # fmt: skip
+                               "attempt (a refund happens once per job at most; "
+                               f"{released} released at a deploy)")  # fmt: skip
         for run, following in pairwise(runs):
             extra.append(run)
             if run.end is not None:
@@ -162,7 +176,9 @@ def _extra_runs(
             # The same attempt again: refunded (its start not yet confirmed), recorded as
             # such, unless that attempt's one lease_expired row can only be this run's.
             same = following.attempt == run.attempt
-            if same and run.attempt in expired and following is runs[-1]:
+            if same and run.attempt in releases and run.pid in ev.deployed and run.end is None:
+                why = ""  # cut short by a deploy, recorded as released
+            elif same and run.attempt in expired and following is runs[-1]:
                 why = "the same attempt ran twice"
             elif same and run.attempt not in refunds:
                 why = "the same attempt ran again with no refund recorded"
@@ -172,6 +188,39 @@ def _extra_runs(
                 unexplained.append(f"job n={n} id={run.job_id} attempt {run.attempt} "
                                    f"(pid {run.pid}): {why}; {_context(ev, run)}")  # fmt: skip
     return extra, unexplained, finished
+
+
+def _held_through_outages(ev: Evidence, by_job: dict[int, list[Run]]) -> dict[str, int]:
+    """Runs that finished while the database was stopped for longer than the lease (their
+    outcome had to wait for it), and how many of those jobs ran again (must be none)."""
+    windows = [(f.at, f.until) for f in ev.faults if f.kind == "outage_db"]
+    held = [r for r in ev.runs
+            if r.end is not None and any(a <= r.end <= b for a, b in windows)]  # fmt: skip
+    again = [r for r in held if any(x.start > r.start for x in by_job[r.n])]
+    return {"finished_during_outage": len(held), "finished_during_outage_run_again": len(again)}
+
+
+def _unrecorded(ev: Evidence, by_job: dict[int, list[Run]]) -> list[str]:
+    """Runs with no row in their job's history: per attempt number, more runs in the log
+    than history rows of that number (``released``, ``refunded``, ``lease_expired``, an
+    error, or the job row itself for the last one)."""
+    missing = []
+    for n, runs in by_job.items():
+        job = ev.jobs.get(n)
+        history = ev.attempts.get(job.id) if job is not None else None
+        if history is None:
+            continue  # ran once, one attempt: the job row is its record
+        rows: dict[int, int] = defaultdict(int)
+        for a in history:
+            rows[a.attempt] += 1
+        ran: dict[int, int] = defaultdict(int)
+        for r in runs:
+            ran[r.attempt] += 1
+        for attempt, count in sorted(ran.items()):
+            if count > rows[attempt]:
+                missing.append(f"job n={n} id={runs[0].job_id} attempt {attempt}: ran "
+                               f"{count} time(s), {rows[attempt]} history row(s)")  # fmt: skip
+    return missing
 
 
 def _why_unexplained(ev: Evidence, run: Run, expired: set[int], refunded: bool) -> str:
@@ -214,7 +263,7 @@ def _burned(ev: Evidence) -> list[tuple[str, bool]]:
     return sorted(burned)
 
 
-SLACK = {"terminate": 0.5, "restart_db": 0.2}
+SLACK = {"terminate": 0.5, "restart_db": 0.2, "outage_db": 0.2}
 """After pg_terminate_backend returns, the backends take a moment to go."""
 
 
@@ -269,11 +318,12 @@ def _resume(ev: Evidence) -> dict[str, Any]:
         if waits:
             workers[f.kind].append(max(waits))
         after = [t for t in ok_times if t >= f.until]
-        if after and f.kind in ("restart_db", "terminate", "kill_enqueuer", "kill_writer"):
+        if after and f.kind in ("restart_db", "outage_db", "terminate", "kill_enqueuer",
+                                "kill_writer"):  # fmt: skip
             enqueue[f.kind].append(after[0] - f.until)
     outage: dict[str, list[float]] = defaultdict(list)
     for f in ev.faults:
-        if f.kind == "restart_db":
+        if f.kind in ("restart_db", "outage_db"):
             outage[f.kind].append(f.until - f.at)
     return {
         "outage": {k: _stats(v) for k, v in sorted(outage.items())},
@@ -306,6 +356,11 @@ def _broken(figures: dict[str, Any]) -> list[str]:
     if figures["extra_runs_unexplained"]:
         broken.append(f"{figures['extra_runs_unexplained']} extra run(s) not explained by a "
                       "recorded lease_expired or refunded attempt of a killed process")  # fmt: skip
+    if figures["finished_during_outage_run_again"]:
+        broken.append(f"{figures['finished_during_outage_run_again']} job(s) that finished "
+                      "during an outage ran again")  # fmt: skip
+    if figures["runs_unrecorded"]:
+        broken.append(f"{figures['runs_unrecorded']} run(s) missing from their job's history")
     if figures["left_running_past_lease"]:
         broken.append(f"{figures['left_running_past_lease']} job(s) left running past their "
                       "lease")  # fmt: skip

@@ -1,6 +1,7 @@
 """The fault injector: kill -9 workers, ticks, the enqueuer and SQLite writers mid-transaction,
-cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster, and
-on SQLite step processes' wall clocks forward and back by more than a lease."""
+cut connections with ``pg_terminate_backend``, restart the suite's own Postgres cluster or
+stop it for longer than the lease, deploy (SIGTERM) a worker whose long jobs outlast its
+grace, and on SQLite step processes' wall clocks forward and back by more than a lease."""
 
 from __future__ import annotations
 
@@ -14,8 +15,19 @@ from pathlib import Path
 from chaos_app import CLOCK_FILES
 from chaos_fleet import Cluster, Fleet
 
-PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db")
-SQLITE_FAULTS = ("kill_enqueuer", "kill_tick", "kill_writer", "kill_worker", "step_clock")
+PG_FAULTS = ("kill_worker", "kill_enqueuer", "kill_tick", "terminate", "restart_db",
+             "outage_db", "deploy_worker")  # fmt: skip
+SQLITE_FAULTS = (
+    "kill_enqueuer",
+    "kill_tick",
+    "kill_writer",
+    "kill_worker",
+    "deploy_worker",
+    "step_clock",
+)
+OUTAGE_LEASES = 1.5
+"""``outage_db`` keeps the database stopped this many leases: every lease held meanwhile runs
+out, and no finished job may run again for it (nobody crashed)."""
 WAL_WRITE_LOCK = 120
 """The byte of ``<db>-shm`` a SQLite WAL writer locks for its whole write transaction."""
 
@@ -124,6 +136,30 @@ class Injector:
         fault.role = f"{row[0] if row else 0} connections"
         return fault
 
+    def outage_db(self) -> Fault:
+        """Stop the cluster for longer than the lease, then start it again; at a moment
+        when a job runs (up to 5 s of waiting for one), so that an outcome has to wait."""
+        assert self.cluster is not None
+        deadline = time.monotonic() + 5
+        while not in_flight(self.fleet.folder / "runs.log") and time.monotonic() < deadline:
+            time.sleep(0.002)
+        at = time.time()
+        self.cluster.stop_now()
+        self.stop.wait(float(self.fleet.env["TICKQ_CHAOS_LEASE"]) * OUTAGE_LEASES)
+        self.cluster.start()
+        return Fault("outage_db", at, time.time(), affected=self._alive_workers())
+
+    def deploy_worker(self) -> Fault | None:
+        """SIGTERM a worker that is running a long job (one in 200 outlasts the 5 s grace,
+        so its run is cut short and released, with a ``released`` history row)."""
+        with self.fleet.lock:
+            alive = [p for p in self.fleet.workers if p.poll() is None]
+            if not alive:
+                return None
+            victim = self.random.choice(alive)
+            at = self.fleet.deploy(victim)
+            return Fault("deploy_worker", at, at, victim.pid, "worker")
+
     def restart_db(self) -> Fault:
         assert self.cluster is not None
         at = time.time()
@@ -167,6 +203,26 @@ class Injector:
         at = time.time()
         clock.advance(seconds=step)
         return Fault("step_clock", at, at, role=f"{name} {step:+.1f}s")
+
+
+def in_flight(runs_log: Path) -> bool:
+    """Whether the last lines of the run log show a run started and not yet ended."""
+    try:
+        with runs_log.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            lines = f.read().decode(errors="replace").splitlines()[1:]
+    except OSError:
+        return False
+    open_runs: set[tuple[str, ...]] = set()
+    for line in lines:
+        parts = tuple(line.split())
+        if len(parts) == 6:
+            key = parts[1:5]
+            if parts[0] == "S":
+                open_runs.add(key)
+            else:
+                open_runs.discard(key)
+    return bool(open_runs)
 
 
 def writer_pid(shm: Path) -> int | None:

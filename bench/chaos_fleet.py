@@ -95,6 +95,24 @@ class Cluster:
     def restart(self) -> None:
         _run("pg_ctlcluster", PG_VERSION, self.name, "restart", "-m", "fast", timeout=60)
 
+    def stop_now(self) -> None:
+        """Stop at once: SIGINT to the postmaster (what ``pg_ctl stop -m fast`` sends, less
+        the wrapper's start-up time), then wait until it is gone."""
+        pidfile = Path(f"/var/lib/postgresql/{PG_VERSION}/{self.name}/postmaster.pid")
+        pid = int(pidfile.read_text().split()[0])
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.01)
+        raise RuntimeError(f"postmaster {pid} of cluster {self.name} did not stop in 60 s")
+
+    def start(self) -> None:
+        _run("pg_ctlcluster", PG_VERSION, self.name, "start", timeout=60)
+
     def drop(self) -> None:
         if self.created:
             self.created = False
@@ -132,6 +150,7 @@ class Fleet:
         self.everyone: list[subprocess.Popen[bytes]] = []
         self.roles: dict[int, str] = {}
         self.killed: dict[int, float] = {}
+        self.deployed: dict[int, float] = {}  # pid -> when it got SIGTERM (a deploy)
         self.tick_exits: dict[int, tuple[int, float, float]] = {}
         """pid -> (exit code, started, seen ended) of every tick that exited"""
         self.spawns = {"worker": 0, "tick": 0, "enqueuer": 0}
@@ -172,6 +191,17 @@ class Fleet:
         keys = [f"chaos-{i}" for i in range(first, min(first + BATCH, self.total))]
         count = stored(self.url, keys) if keys else 0
         return "" if count in (0, len(keys)) else f"n={first}..: {count} of {len(keys)} stored"
+
+    def deploy(self, proc: subprocess.Popen[bytes]) -> float:
+        """SIGTERM, as a deploy does: the worker drains for its grace (5 s), puts back what
+        still runs (a ``released`` row each) and exits; ``pump`` then starts a new one."""
+        with self.lock:
+            at = time.time()
+            proc.send_signal(signal.SIGTERM)
+            self.deployed[proc.pid] = at
+            self.workers.remove(proc)  # draining: its replacement starts at once
+            self.start_worker()
+            return at
 
     def kill(self, proc: subprocess.Popen[bytes]) -> float:
         """``kill -9`` one of ours; returns when it happened."""

@@ -141,3 +141,31 @@ def test_jobs_waiting_in_line_stall_after_a_second_without_progress(clock: Froze
     assert not p.stalled(waiting=3, last_progress=start)
     clock.advance(seconds=STALL + 0.01)
     assert p.stalled(waiting=3, last_progress=start)
+
+
+def test_a_due_time_heard_of_wakes_the_idle_worker_then_not_the_poll(clock: FrozenClock) -> None:
+    p = pacing(clock, poll=600.0)
+    p.looked(clock.monotonic(), None)  # nothing pending: next look in 600 s
+    idle = {"unrecorded": False, "schedules": False, "waiting": 0, "last_progress": 0.0,
+            "free": 1, "due": False}  # fmt: skip
+    p.rescued()
+    assert p.idle_for(**idle) == pytest.approx(15.0)  # only the next rescue (lease / 4)
+    p.heard_due(clock.monotonic() + 1.0)  # another process: a retry due in 1 s
+    p.heard_due(clock.monotonic() + 3.0)  # a later one changes nothing
+    assert p.idle_for(**idle) == pytest.approx(1.0)
+    assert p.claimable(1, due=False) == 0
+    clock.advance(seconds=1.0)
+    assert p.claimable(1, due=False) == 1
+    p.looked(clock.monotonic(), None)  # that look saw the job: the poll rules again
+    assert p.claimable(1, due=False) == 0
+    assert p.idle_for(**idle) == pytest.approx(14.0)
+
+
+def test_a_due_time_heard_during_a_look_outlives_it(clock: FrozenClock) -> None:
+    p = pacing(clock, poll=600.0)
+    started = clock.monotonic()
+    p.heard_due(started + 2.0)  # heard while the look ran: it may not have seen the job
+    clock.advance(seconds=0.1)
+    p.looked(started, None)  # the look resets next_poll, not the due time heard
+    clock.advance(seconds=1.9)
+    assert p.claimable(1, due=False) == 1

@@ -38,7 +38,7 @@ def test_enqueue_notifies_at_commit_only_and_only_for_due_jobs(pg_schema_url: st
     q.enqueue("a", {})
     assert _heard(listener) == ["default"]
     q.enqueue("a", {}, run_after=timedelta(hours=1))
-    assert _heard(listener) == []  # the poll / due_in covers jobs due later
+    assert _heard(listener) == []  # the poll / due_in covers jobs due that much later
 
     with psycopg.connect(pg_schema_url) as conn:
         q.enqueue("a", {}, conn=conn, queue="emails")
@@ -55,6 +55,77 @@ def test_enqueue_notifies_at_commit_only_and_only_for_due_jobs(pg_schema_url: st
     assert _heard(listener) == ["b", "default"]  # one per queue with due jobs
     listener.close()
     q.close()
+
+
+def _due_in(payload: str) -> tuple[str, float]:
+    queue, sep, millis = payload.partition("\x1f")
+    assert sep, f"no due time in {payload!r}"
+    return queue, int(millis) / 1000
+
+
+def test_a_job_put_in_line_due_soon_notifies_its_queue_and_due_time(pg_schema_url: str) -> None:
+    import psycopg
+
+    q = Queue(pg_schema_url, strict=False)
+    q.migrate()
+    listener = _listen(pg_schema_url, q)
+    q.enqueue("a", {}, run_after=timedelta(seconds=30))
+    [note] = _heard(listener)
+    queue, seconds = _due_in(note)
+    assert queue == "default" and 29 < seconds <= 30
+
+    # One notification per queue and statement, for its first job; a queue with a job due
+    # now says just its name (what every version sends); nothing for jobs due past 600 s.
+    q.enqueue_many([("a", {}, {"queue": "b", "run_after": timedelta(seconds=20)}),
+                    ("a", {}, {"queue": "b", "run_after": timedelta(seconds=5)}),
+                    ("a", {}, {"queue": "c"}),
+                    ("a", {}, {"queue": "c", "run_after": timedelta(seconds=5)}),
+                    ("a", {}, {"queue": "d", "run_after": timedelta(hours=2)})])  # fmt: skip
+    notes = _heard(listener)
+    assert len(notes) == 2 and "c" in notes, notes
+    [later] = [n for n in notes if n != "c"]
+    assert _due_in(later)[0] == "b" and 4 < _due_in(later)[1] <= 5
+
+    with psycopg.connect(pg_schema_url) as conn:  # only at commit, as for jobs due now
+        q.enqueue("a", {}, conn=conn, run_after=timedelta(seconds=9))
+        assert _heard(listener) == []
+    assert len(_heard(listener)) == 1
+    listener.close()
+    q.close()
+
+
+def test_a_retry_or_snooze_notifies_its_new_due_time(pg_schema_url: str) -> None:
+    from tickq import Snooze
+
+    q = Queue(pg_schema_url, strict=False)
+
+    @q.job(backoff=(7,))
+    def flaky() -> None:
+        raise RuntimeError("no")
+
+    @q.job()
+    def later() -> None:
+        raise Snooze(12)
+
+    q.migrate()
+    q.enqueue("flaky", {})
+    q.enqueue("later", {})
+    listener = _listen(pg_schema_url, q)
+    assert q.process_jobs()["retried"] == 1
+    notes = sorted(_due_in(n)[1] for n in _heard(listener))
+    assert len(notes) == 2 and 6 < notes[0] <= 7 and 11 < notes[1] <= 12, notes
+    listener.close()
+    q.close()
+
+
+def test_notes_old_and_new_parse() -> None:
+    from tickq.store.postgres import parse_note
+
+    assert parse_note("emails") == ("emails", 0.0)  # from any version: due now
+    assert parse_note("") == ("", 0.0)  # a cancel request
+    assert parse_note("emails\x1f1500") == ("emails", 1.5)
+    assert parse_note("a\x1fb\x1f250") == ("a\x1fb", 0.25)
+    assert parse_note("odd\x1fname") == ("odd\x1fname", 0.0)  # not a due time: a queue
 
 
 def test_each_schema_has_its_own_channel(pg_schema_url: str) -> None:
@@ -88,16 +159,20 @@ def test_store_listen_relays_notifications_until_stopped(pg_schema_url: str) -> 
         heard.append(queues)
         (got if queues else ready).set()
 
+    later: list[tuple[str, float]] = []
     stop = threading.Event()
-    thread = threading.Thread(target=q.store.listen, args=(wake, stop), daemon=True)
+    thread = threading.Thread(target=q.store.listen, daemon=True,
+                              args=(wake, stop, None, lambda *a: later.append(a)))  # fmt: skip
     thread.start()
     assert ready.wait(10)
+    q.enqueue("a", {}, queue="soon", run_after=timedelta(seconds=3))
     q.enqueue("a", {}, queue="reports")
     assert got.wait(10)
     stop.set()
     thread.join(10)
     assert not thread.is_alive()
     assert heard == [None, {"reports"}]
+    assert len(later) == 1 and later[0][0] == "soon" and 2 < later[0][1] <= 3
     q.close()
 
 

@@ -15,7 +15,7 @@ from .store import RECORDED_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Collection, Iterator, Sequence
     from typing import Any
 
     from .job import Job
@@ -25,9 +25,21 @@ if TYPE_CHECKING:
 
 
 RECORD_RETRIES = (0.2, 0.5, 1.0, 2.0)
-"""Seconds between tries to record finished outcomes, the last one repeated while half the
-lease lasts (the lease keeper holds the jobs meanwhile): a finished job left ``running``
-would run again once its lease ran out, as if it had crashed."""
+"""Seconds between tries to record finished outcomes, the last one repeated for the
+cycle's patience (the lease keeper holds the jobs meanwhile, renewing as soon as the
+database answers): a finished job left ``running`` would run again once its lease ran out
+and somebody rescued it, as if it had crashed."""
+TICK_PATIENCE = 0.5
+"""A tick (an HTTP request) keeps retrying a finished job's outcome for this fraction of
+the lease, then must end: the job stays ``running`` and runs again after its lease."""
+CALL_PATIENCE = 2.0
+"""``process_jobs`` keeps retrying for this many leases, and at least ``CALL_FLOOR``
+seconds (a restart or failover is over well within two minutes, the default 60 s lease's
+two)."""
+CALL_FLOOR = 30.0
+LATE_AFTER = 1.0
+"""Outcomes that waited this many seconds or more for the database and came back stale
+were taken over during the outage: their run's history row says so."""
 
 REPORT_FIELDS = ("claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "rescued",
                  "stale", "released", "refunded")  # fmt: skip
@@ -42,13 +54,15 @@ def run_cycle(
     limit: int = 100,
     time_budget: float | None = None,
     queues: Sequence[str] | None = None,
+    patience: float = CALL_PATIENCE,
 ) -> dict[str, Any]:
     """Process up to ``limit`` due jobs, starting none once ``time_budget`` is spent.
 
     Jobs are claimed one at a time, each just before it starts, and each outcome is
     recorded in the round trip that claims the next job. So a process killed mid-cycle
     holds at most the job it was running: jobs it never started are still pending with no
-    attempt spent, and none it finished runs again.
+    attempt spent, and none it finished runs again. An outcome the database can't take
+    (down, read-only) is sent again for ``patience`` leases before the cycle gives up.
     """
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
@@ -71,7 +85,8 @@ def run_cycle(
             want = 1 if report["claimed"] < limit and not _spent(runtime, deadline) else 0
             # Each job's outcome is committed before the next job starts; only the last
             # commit needs to survive a power loss (it takes the earlier ones with it).
-            jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues, not want)[1]
+            jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues, not want,
+                                    patience=patience)[1]  # fmt: skip
         finally:
             keeper.drop(held)
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
@@ -88,8 +103,10 @@ def _claim(
 
 def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
     """Return jobs whose worker vanished to pending (or failed when out of attempts); jobs
-    it held whose start it never confirmed come back with their attempt refunded."""
-    rescued = runtime.store.rescue_expired()
+    it held whose start it never confirmed come back with their attempt refunded. Right
+    after the database (re)started, no lease counts as run out for one lease: the holders
+    get that long to reconnect and renew (they were alive, the database was not)."""
+    rescued = runtime.store.rescue_expired(grace=runtime.lease_seconds)
     runtime.notify_finished(j for j in rescued if j.status in ("failed", "cancelled"))
     for job in rescued:
         if job.id in rescued.refunded:
@@ -136,9 +153,17 @@ def record_and_claim(
     durable: bool = True,
     ahead: int = 0,
     started: Sequence[Job] = (),
+    *,
+    patience: float = TICK_PATIENCE,
+    held_for: float = 0.0,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs (and ``ahead`` more, claimed ahead)
-    in the same round trip, which first records that the ``started`` jobs started."""
+    in the same round trip, which first records that the ``started`` jobs started.
+
+    On a database error the outcomes alone are sent again for ``patience`` leases (then the
+    error is raised, none recorded). ``held_for``: seconds these outcomes already waited
+    for the database (the worker keeps them across its own retries). An outcome that waited
+    and comes back stale was taken over meanwhile: its run's history row says so."""
     keeper.finished(o.job for o in outcomes)
     lost = keeper.lost()
     applied, stale = outcomes, []
@@ -151,13 +176,41 @@ def record_and_claim(
             started,
         )  # fmt: skip
     except Exception as exc:
-        if not applied or not _worth_retrying(exc):
+        if not (applied and patience) or not _worth_retrying(exc):
             raise
-        recorded, jobs = _record_again(runtime, applied, started, exc), []
+        began = monotonic()
+        recorded = _record_again(runtime, applied, started, exc, patience)
+        jobs, held_for = [], held_for + monotonic() - began
+    if held_for >= LATE_AFTER and (recorded.stale or stale):
+        taken = {j.id for j in recorded.stale} | lost
+        _note_late(runtime, [o for o in outcomes if o.kind != "stale" and o.job.id in taken],
+                   held_for)  # fmt: skip
     recorded.stale.extend(stale)
     report["claimed"] += len(jobs)
     tally(runtime, outcomes, recorded, report)
     return recorded, jobs
+
+
+def _note_late(runtime: Runtime, late: list[Outcome], held: float) -> None:
+    """Outcomes that waited ``held`` seconds for the database and found their job taken
+    over meanwhile (rescued once the lease ran out): say so in that run's history row,
+    instead of "crashed". Best effort: the outcome itself is gone either way."""
+    if not late:
+        return
+    try:
+        noted = runtime.store.note_late(late, held)
+    except Exception as exc:  # a note: never worth failing the cycle for
+        log.warning("tickq could not note %d late outcome(s) in the history: %s", len(late),
+                    exc, extra={"event": "late_note_failed"})  # fmt: skip
+        return
+    for o in late:
+        log.warning("tickq job %s %s attempt %s: outcome %s recorded late; the job had been "
+                    "rescued after the lease ran out during a database outage of %.0fs%s",
+                    o.job.id, o.job.type, o.job.attempts, o.kind, held,
+                    "" if o.job.id in noted else " (its history row was not found)",
+                    extra={"event": "recorded_late", "job_id": o.job.id, "job_type": o.job.type,
+                           "attempt": o.job.attempts, "outcome": o.kind,
+                           "outage_s": round(held, 1)})  # fmt: skip
 
 
 def _worth_retrying(exc: Exception) -> bool:
@@ -165,16 +218,24 @@ def _worth_retrying(exc: Exception) -> bool:
 
 
 def _record_again(
-    runtime: Runtime, applied: list[Outcome], started: Sequence[Job], exc: Exception
+    runtime: Runtime,
+    applied: list[Outcome],
+    started: Sequence[Job],
+    exc: Exception,
+    patience: float = TICK_PATIENCE,
 ) -> Recorded:
     """Send the outcomes again (without the claim): each is fenced by status, attempt and
     owner, so one that did reach the database counts as stale, never twice."""
-    give_up = monotonic() + runtime.lease_seconds / 2
+    began = monotonic()
+    give_up = began + _patience_seconds(runtime, patience)
     for delay in _record_delays():
         if monotonic() + delay > give_up:
             break
-        log.warning("tickq could not record %d finished job(s) (%s); trying again in %gs",
-                    len(applied), exc, delay, extra={"event": "record_retry"})  # fmt: skip
+        if delay == RECORD_RETRIES[0]:
+            log.warning("tickq could not record %d finished job(s) (%s); keeping the outcomes "
+                        "and trying again for up to %gs", len(applied), exc,
+                        _patience_seconds(runtime, patience),
+                        extra={"event": "record_retry"})  # fmt: skip
         sleep(delay)
         try:
             store, owner = runtime.store, runtime.owner
@@ -183,7 +244,15 @@ def _record_again(
             if not _worth_retrying(again):
                 raise
             exc = again
+    log.warning("tickq gave up recording %d finished job(s) after %.0fs (%s): they stay "
+                "running until their lease runs out, then run again", len(applied),
+                monotonic() - began, exc, extra={"event": "record_given_up"})  # fmt: skip
     raise exc
+
+
+def _patience_seconds(runtime: Runtime, patience: float) -> float:
+    seconds = runtime.lease_seconds * patience
+    return max(seconds, CALL_FLOOR) if patience >= CALL_PATIENCE else seconds
 
 
 def _record_delays() -> Iterator[float]:
@@ -192,9 +261,17 @@ def _record_delays() -> Iterator[float]:
         yield RECORD_RETRIES[-1]
 
 
-def release(runtime: Runtime, jobs: list[Job], report: dict[str, Any]) -> list[int]:
-    """Put claimed-but-unfinished jobs back to pending; the attempt does not count."""
-    released = runtime.store.release(runtime.owner, jobs)
+def release(
+    runtime: Runtime,
+    jobs: list[Job],
+    report: dict[str, Any],
+    ran: Collection[int] = (),
+    grace: float | None = None,
+) -> list[int]:
+    """Put claimed-but-unfinished jobs back to pending; the attempt does not count. Those
+    of ``ran`` (ids) had started and are cut short: each gets a ``released`` history row
+    saying the ``grace`` ran out, so every run is on record."""
+    released = runtime.store.release(runtime.owner, jobs, ran, grace)
     report["released"] += len(released)
     back = set(released)
     for job in jobs:

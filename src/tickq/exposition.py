@@ -53,7 +53,7 @@ def families(stats: dict[str, Any]) -> list[Any]:
     processed = core.CounterMetricFamily(
         "tickq_processed",
         "Finished attempts by queue, type and outcome (done, error, cancelled, "
-        "lease_expired; refunded and snoozed: runs not counted as attempts), pruned jobs "
+        "lease_expired; refunded, released and snoozed: runs not counted as attempts), pruned jobs "
         "included.",
         labels=["queue", "type", "outcome"],
     )

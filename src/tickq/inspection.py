@@ -36,8 +36,9 @@ class Inspection:
         not succeed (``error_type``, ``error_message`` and ``traceback`` split the error),
         ``done`` for the successful one and ``running`` for one in progress. Runs not
         counted as attempts are listed too, before the attempt whose number they share:
-        ``snoozed`` (raised ``Snooze``) and ``refunded`` (its process vanished before
-        confirming the start). Neither is ever a failure.
+        ``snoozed`` (raised ``Snooze``), ``refunded`` (its process vanished before
+        confirming the start) and ``released`` (cut short when its worker shut down and
+        its grace ran out). None is ever a failure.
         """
         return self.store.attempts(job_id)
 

@@ -265,8 +265,9 @@ class Attempt(Frozen):
     Failed and interrupted attempts are rows of ``tickq_attempts`` (``outcome`` is
     ``error``, ``cancelled`` or ``lease_expired``), and so are runs not counted as
     attempts, which share the number of the attempt that follows them and never count as
-    failures: ``snoozed`` (raised ``Snooze``) and ``refunded`` (its process vanished before
-    confirming the start); the successful final attempt
+    failures: ``snoozed`` (raised ``Snooze``), ``refunded`` (its process vanished before
+    confirming the start) and ``released`` (cut short when its worker shut down, the grace
+    run out); the successful final attempt
     (``done``) and the one in progress (``running``, ``finished_at`` None) are read from
     the job row itself, so success costs no extra write. ``started_at`` is when the
     attempt was claimed; jobs claimed in one batch run one after another.

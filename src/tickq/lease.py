@@ -6,7 +6,6 @@ import threading
 from time import monotonic
 
 from .context import forget_stop, request_stop
-from .errors import TickqError
 from .logger import log
 
 TYPE_CHECKING = False
@@ -21,6 +20,14 @@ CANCEL_CHECK = 1.0
 every ``lease_seconds / 3``, reports them too): how soon a running job hears ``q.cancel``."""
 LOOK_GAP = 0.1
 """Seconds at least between looks prompted by ``look_soon`` (a hint that anything changed)."""
+RETRY = 0.5
+"""Seconds between renewals while the database can't be reached: once it is back, the
+holder renews within this, before any rescuer's grace after an outage runs out."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def leave_signals_to_main_thread() -> None:
@@ -38,9 +45,13 @@ class LeaseKeeper:
     """A daemon thread renewing every held job's lease each ``lease_seconds / 3``, and
     looking for cancel requests every ``CANCEL_CHECK`` seconds on jobs held that long.
 
-    A job whose lease could not be renewed (rescued, or the database unreachable until the
-    lease ran out) is reported by ``lost()`` and to ``on_lost(ids)``: its outcome will not
-    be recorded. A job asked to stop (``q.cancel``) is told so (``context.request_stop``:
+    A job the database says is no longer ours (a renewal that went through without it:
+    rescued, or finished elsewhere) is reported by ``lost()`` and to ``on_lost(ids)``: its
+    outcome will not be recorded. A lease that ran out while the database could not be
+    reached is not lost by itself: renewals go on every ``RETRY`` seconds until one goes
+    through, and the database's answer then decides (the job still ``running`` under this
+    owner and attempt: nobody took it over, and its lease and outcome are still ours).
+    A job asked to stop (``q.cancel``) is told so (``context.request_stop``:
     ``JobContext.cancel_requested``, and an async job's task is cancelled). A renewal also
     confirms the start of the jobs said to have ``started`` since the last one: a long
     job's attempt then counts if its process dies.
@@ -69,6 +80,8 @@ class LeaseKeeper:
         self._stopped = False
         self._finished: set[int] = set()  # outcome known: recorded soon, fenced by the store
         self._started: set[int] = set()  # started, to confirm with the next renewal
+        self.failing_since: float | None = None  # monotonic: renewals fail since then
+        self.last_outage = 0.0  # seconds the last run of failed renewals lasted
 
     def hold(self, jobs: Iterable[Job], started: bool = False) -> None:
         """Renew the leases of ``jobs`` until dropped (``started``: they start now)."""
@@ -175,8 +188,8 @@ class LeaseKeeper:
             return
         try:
             asked = self.store.cancel_requests(self.owner, ids)
-        except TickqError:
-            return  # the next renewal says what is wrong
+        except Exception:  # the next renewal says what is wrong
+            return
         self._ask_to_stop(asked)
 
     def _ask_to_stop(self, ids: Iterable[int]) -> None:
@@ -200,11 +213,10 @@ class LeaseKeeper:
         started = monotonic()
         try:
             owned = self.store.extend_leases(self.owner, ids, self.lease_seconds, began)
-        except TickqError as exc:
-            log.warning("tickq could not renew %d job lease(s): %s", len(ids), exc,
-                        extra={"event": "lease_renewal_failed"})  # fmt: skip
-            self._report(self._expire_overdue())
+        except Exception as exc:  # a raw driver error too: the database's, not the keeper's
+            self._renewal_failed(len(ids), exc)
             return
+        self._renewed()
         lost = set()
         with self._lock:
             self._started.difference_update(began)
@@ -222,17 +234,34 @@ class LeaseKeeper:
         self._report(lost)
         self._ask_to_stop(owned.cancel_requested)
 
-    def _expire_overdue(self) -> set[int]:
+    def _renewal_failed(self, count: int, exc: Exception) -> None:
+        """Try again soon; say so once per outage. No lease is given up here: whether a job
+        is still ours is the database's to say once it answers again."""
         now = monotonic()
-        with self._lock:
-            overdue = {i for i, (_, deadline) in self._held.items() if deadline <= now}
-            overdue -= self._lost
-            self._lost |= overdue
-        for job_id in sorted(overdue):
-            log.warning("tickq job %s: lease ran out while the database was unreachable; "
-                        "its outcome will not be recorded", job_id,
-                        extra={"event": "lease_lost", "job_id": job_id})  # fmt: skip
-        return overdue
+        self._renew_at = now + min(RETRY, self.lease_seconds / 3)
+        if self.failing_since is not None:
+            return
+        self.failing_since = now
+        # INFO: whoever runs the jobs (worker, tick) says WARNING once for the outage.
+        log.info("tickq could not renew %d job lease(s) (%s); trying again every %gs; a lease "
+                 "that runs out meanwhile stays ours unless the job was taken over", count,
+                 _first_line(exc), min(RETRY, self.lease_seconds / 3),
+                 extra={"event": "lease_renewal_failed"})  # fmt: skip
+
+    def _renewed(self) -> None:
+        if self.failing_since is None:
+            return
+        self.last_outage = monotonic() - self.failing_since
+        self.failing_since = None
+        log.info("tickq lease renewals go through again after %.1fs", self.last_outage,
+                 extra={"event": "lease_renewed"})  # fmt: skip
+
+    def renew_now(self) -> None:
+        """The database is back (the caller just reached it): renew at once, before any
+        rescue, instead of at the next ``RETRY``."""
+        if self.failing_since is not None or self._held:
+            self._renew_at = 0.0
+            self._wake.set()
 
     def _report(self, lost: set[int]) -> None:
         if lost and self.on_lost is not None:

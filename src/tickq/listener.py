@@ -1,7 +1,9 @@
 """Internal: the worker's LISTEN/NOTIFY thread, which hears enqueues made by other processes.
 
 On Postgres a thread holds a connection in LISTEN and calls ``heard(queues)`` for each
-enqueue (``heard(None)`` on every (re)connect: anything enqueued meanwhile went unheard).
+enqueue (``heard(None)`` on every (re)connect: anything enqueued meanwhile went unheard),
+and ``later(queue, seconds)`` for a job put in line to come due that much later (enqueued
+with a delay, or retried or snoozed by any process).
 Behind a transaction pooler LISTEN hears nothing, so it needs a direct ``listen_url``;
 without one the worker polls instead.
 """
@@ -21,21 +23,26 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .store import SqlStore
+    from .store.plumbing import Later
 
 
 class Listener:
     """LISTEN on ``listen_url`` (or ``$TICKQ_LISTEN_URL``, or the store's own connection)."""
 
     def __init__(
-        self, store: SqlStore, listen_url: str | None, heard: Callable[[set[str] | None], None]
+        self,
+        store: SqlStore,
+        listen_url: str | None,
+        heard: Callable[[set[str] | None], None],
+        later: Later | None = None,
     ) -> None:
-        self.store, self.heard = store, heard
+        self.store, self.heard, self.later = store, heard, later
         self.listen_url = listen_url or os.environ.get("TICKQ_LISTEN_URL") or None
         self.listens = store.can_listen and bool(self.listen_url or not store.transaction_pooled)
         if self.listen_url and store.can_listen:
             self.listen_url = store.direct_url(self.listen_url)
         self.stopped = threading.Event()
-        self._trouble = Trouble("LISTEN connection")
+        self._trouble = Trouble("LISTEN connection", quiet_first=True)
         self._announced = False  # the "listening" line is logged once
 
     def start(self) -> None:
@@ -73,7 +80,7 @@ class Listener:
         leave_signals_to_main_thread()
         while not self.stopped.is_set():
             try:
-                self.store.listen(self._listening, self.stopped, self.listen_url)
+                self.store.listen(self._listening, self.stopped, self.listen_url, self.later)
             except Exception as exc:
                 self.stopped.wait(self._trouble.happened(exc))
 

@@ -34,6 +34,8 @@ class Pacing:
         self.poll_interval = poll_interval
         self.rescue_every = min(lease_seconds / 4, poll_interval)
         self.next_poll = self.next_rescue = self.next_slot = 0.0
+        self.next_heard = float("inf")
+        """When a job another process put in line comes due (heard, not yet looked for)."""
         self.unrecorded_since = 0.0
         self.pace: float | None = None
         """Recent seconds per job (a moving average); None: not measured (claim none ahead)."""
@@ -57,11 +59,18 @@ class Pacing:
             self.poll_interval, max(due_in, LOOK_AGAIN)
         )  # fmt: skip
         self.next_poll = at + wait
+        if self.next_heard <= at:
+            self.next_heard = float("inf")  # heard before this look began: it saw the job
 
     def due_soon(self, due_in: float | None) -> None:
         """A job may have come due sooner than the next look: look when it is due."""
         if due_in is not None:
             self.next_poll = min(self.next_poll, self.clock() + max(due_in, LOOK_AGAIN))
+
+    def heard_due(self, at: float) -> None:
+        """Another process put a job in line due at ``at`` (this clock): look then, however
+        long the poll interval (kept apart from ``next_poll``, which each look resets)."""
+        self.next_heard = min(self.next_heard, at)
 
     def retry_soon(self, delays: list[float]) -> None:
         """Jobs retry after ``delays``: look again when the first comes due."""
@@ -102,7 +111,7 @@ class Pacing:
 
     def claimable(self, free: int, due: bool) -> int:
         """How many jobs to claim with ``free`` slots: none until something may be due."""
-        if free <= 0 or not (due or self.clock() >= self.next_poll):
+        if free <= 0 or not (due or self.clock() >= min(self.next_poll, self.next_heard)):
             return 0
         return free
 
@@ -136,5 +145,5 @@ class Pacing:
         if free > 0:
             if due:
                 return 0.0
-            deadlines.append(self.next_poll)
+            deadlines.append(min(self.next_poll, self.next_heard))
         return max(0.0, min(deadlines) - now)

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from datetime import datetime, timedelta
 from time import monotonic
 
-from .cycle import run_cycle
+from .cycle import TICK_PATIENCE, run_cycle
 from .logger import log
 from .store import ScheduleMove
 
@@ -31,8 +31,13 @@ def run_tick(
     limit: int = 100,
     time_budget: float | None = 20.0,
     alerts: Alerts | None = None,
+    patience: float = TICK_PATIENCE,
 ) -> dict[str, Any]:
     """Enqueue due schedule slots, process up to ``limit`` jobs, return the summary.
+
+    A finished job's outcome the database can't take is kept for ``patience`` leases (an
+    HTTP tick: half a lease, a request must end; ``tickq tick``, a process of its own:
+    as long as ``process_jobs``); after that the job runs again once its lease runs out.
 
     With ``alerts`` (None: the log sink only), first alerts of the failures this tick
     records are delivered before it returns: on a sleeping host nothing else runs them."""
@@ -48,7 +53,7 @@ def run_tick(
         # What enqueueing used comes off the budget; a spent budget starts no job.
         budget = max(time_budget - (runtime.monotonic() - budget_started), 1e-6)
     with alerts.at_once() if alerts else nullcontext():
-        jobs = run_cycle(runtime, limit, budget, None)
+        jobs = run_cycle(runtime, limit, budget, None, patience)
     if alerts and jobs["failed"]:
         alerts.deliver(time_budget=5.0)  # its first alerts: nothing else runs until next call
     jobs.pop("duration_ms", None)

@@ -6,7 +6,7 @@ import random
 from time import monotonic
 
 from .errors import DatabaseUnavailable, SchemaMissing
-from .logger import log
+from .logger import INFO, WARNING, log
 
 
 class Trouble:
@@ -14,32 +14,43 @@ class Trouble:
 
     The cap is short on purpose: a try against a database that is down costs a refused
     connection, while every second of the cap can be a second of lag after it is back
-    (a 30 s cap left a worker idle ~9 s after a 20 s outage). Logs the first tries, then
-    every ``LOG_EVERY``-th, so a long outage doesn't flood the log.
+    (a 30 s cap left a worker idle ~9 s after a 20 s outage). Logs one WARNING line per
+    episode (a run of failures), then a reminder every ``REMIND`` seconds while it lasts,
+    and an INFO line when it ends: an outage is one story, not a line per try.
+    ``quiet_first``: the first failure is INFO (a connection cut and restored at once,
+    as a LISTEN connection is by every restart); a second one in a row is the WARNING.
     """
 
     FIRST, CAP = 0.25, 1.5
-    LOG_EVERY = 20
+    REMIND = 60.0
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, quiet_first: bool = False) -> None:
         self.what = what
+        self.quiet_first = quiet_first
         self.failures = 0
         self.since = 0.0
+        self._warned = False
+        self._told = 0.0  # monotonic: when a line was last logged for this episode
 
     def happened(self, exc: Exception) -> float:
-        """Log ``exc``; return how long to wait before trying again."""
+        """Log ``exc`` (once per episode, see above); return how long to wait."""
+        now = monotonic()
         if not self.failures:
-            self.since = monotonic()
+            self.since, self._warned = now, False
         self.failures += 1
         delay = min(self.CAP, self.FIRST * 2.0 ** (self.failures - 1))
         delay *= random.uniform(0.8, 1.2)  # workers that lost the database together spread out
-        extra = {"event": f"{self.what.split()[0].lower()}_unavailable", "failures": self.failures}
-        if self.failures > 3 and self.failures % self.LOG_EVERY:
+        if self._warned and now - self._told < self.REMIND:
             return delay
-        if isinstance(exc, (DatabaseUnavailable, SchemaMissing)):
-            log.warning("tickq %s trouble (try %d): %s; retrying in %.1fs", self.what,
-                        self.failures, exc, delay, extra=extra)  # fmt: skip
-        else:
+        quiet = self.quiet_first and self.failures == 1
+        self._told, self._warned = now, not quiet
+        extra = {"event": f"{self.what.split()[0].lower()}_unavailable", "failures": self.failures}
+        still = f" (still, after {now - self.since:.0f}s)" if self.failures > 2 else ""
+        if isinstance(exc, (DatabaseUnavailable, SchemaMissing)) or quiet or self.failures > 2:
+            log.log(INFO if quiet else WARNING, "tickq %s trouble%s (try %d): %s; retrying in "
+                    "%.1fs", self.what, still, self.failures, _reason(exc), delay,
+                    extra=extra)  # fmt: skip
+        else:  # the first time an unexpected error is seen: its traceback, once
             log.exception("tickq %s trouble (try %d): unexpected %s; retrying in %.1fs",
                           self.what, self.failures, type(exc).__name__, delay,
                           extra=extra)  # fmt: skip
@@ -54,3 +65,11 @@ class Trouble:
                  extra={"event": f"{self.what.split()[0].lower()}_recovered"})  # fmt: skip
         self.failures = 0
         return True
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, (DatabaseUnavailable, SchemaMissing)):
+        return str(exc)
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

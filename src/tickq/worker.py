@@ -75,7 +75,7 @@ class Worker:
         self.runtime, self.store = runtime, runtime.store
         self.queues = parse_queues(queues)
         self.concurrency = check_concurrency(concurrency)
-        self.listener = Listener(self.store, listen_url, self._enqueued)
+        self.listener = Listener(self.store, listen_url, self._enqueued, self._due_later)
         default_poll = DEFAULT_POLL.get(self.store.dialect, 1.0) if self.listens else 1.0
         self.poll_interval = check_seconds(
             "poll_interval", default_poll if poll_interval is None else poll_interval,
@@ -101,7 +101,11 @@ class Worker:
         self._began: deque[Job] = deque()  # of those, started (appended by the pool)
         self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
         self._listening = False
+        self._heard_lock = threading.Lock()
+        self._heard_due = float("inf")  # monotonic: a job heard of comes due (not yet paced)
         self._trouble = Trouble("database")
+        self._held_since: float | None = None  # outcomes kept since the database failed
+        self._rescue_after = 0.0  # monotonic: no rescue before (holders renew first)
         self.keeper = LeaseKeeper(self.store, runtime.owner, runtime.lease_seconds,
                                   self._lease_lost)  # fmt: skip
         self.pool = JobPool(self.concurrency, runtime.registry, self._job_finished,
@@ -138,17 +142,20 @@ class Worker:
             except Exception as exc:
                 self._on_trouble(exc)
                 continue
-            self._trouble.over()
+            self._recovered()
             self._sleep(self._idle_for())
 
     def _step(self) -> None:
         self._stop_deaf_listener()
+        self._pace_heard()
         self._collect()
         self._abandon_lost()
+        if self._trouble.failures:
+            self._recover()
         self._unstall()
         if self.runtime.schedules and self.pacing.slots_due():
             self._enqueue_schedules()
-        if self.pacing.rescue_due():
+        if self.pacing.rescue_due() and not self._holding_off():
             self._rescue()
         self._exchange()
         if not self._listening:
@@ -156,6 +163,26 @@ class Worker:
             # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
             self._listening = True
             self.listener.start()
+
+    def _holding_off(self) -> bool:
+        return bool(self._trouble.failures) or time.monotonic() < self._rescue_after
+
+    def _recover(self) -> None:
+        """After a database outage, first what this worker holds: renew its leases and
+        record the outcomes it kept (each fenced by owner and attempt, whether or not the
+        lease ran out meanwhile); raises while the database is still away."""
+        self.keeper.renew_now()
+        self._exchange(claim=False)
+
+    def _recovered(self) -> None:
+        """The database answers again: rescue nobody's jobs for a lease, so that every
+        other holder of a lease that ran out meanwhile gets as long to reconnect and renew
+        (after an outage they all reconnect at once, and the first must not take the
+        others' jobs)."""
+        lasted = time.monotonic() - self._trouble.since
+        if self._trouble.over() and lasted >= self.runtime.lease_seconds / 3:
+            # Long enough for a lease to run out unrenewed (a cut connection is not).
+            self._rescue_after = time.monotonic() + self.runtime.lease_seconds
 
     def _on_trouble(self, exc: Exception) -> None:
         if isinstance(exc, SchemaMissing) and not self._listening:
@@ -195,10 +222,12 @@ class Worker:
         """Jobs to have in hand: one per slot, plus those worth claiming ahead."""
         return self.concurrency + self.pacing.ahead(self.concurrency)
 
-    def _exchange(self) -> None:
+    def _exchange(self, claim: bool = True) -> None:
         """Record finished jobs and claim up to the target, in one round trip."""
         target = self._target()
-        limit = self._claimable(target)
+        limit = self._claimable(target) if claim else 0
+        if not (claim or self._unrecorded):
+            return
         if not (limit or self._unrecorded) or not self._batch_ready(target):
             self._wake_after = max(1, len(self._running) - target // 2)
             return
@@ -213,11 +242,14 @@ class Worker:
         self.runtime.declare_limits()
         looked = self.pacing.clock()
         try:
+            held = self._held_for()
             jobs = record_and_claim(
                 self.runtime, self.keeper, outcomes, self.report, for_slots, self.queues,
-                ahead=limit - for_slots, started=began,
+                ahead=limit - for_slots, started=began, patience=0, held_for=held,
             )[1]  # fmt: skip
         except BaseException:
+            if outcomes and self._held_since is None:
+                self._held_since = time.monotonic()
             self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost
             for job in began:  # recorded by a later round trip
                 self._unconfirmed[id(job)] = job
@@ -226,10 +258,12 @@ class Worker:
                 self._due.set()
             raise
         self.keeper.drop(o.job for o in outcomes)
+        if not self._unrecorded:
+            self._held_since = None
         self.pacing.retry_soon([o.delay for o in outcomes if o.kind in ("retried", "snoozed")])
         if any(o.kind == "failed" for o in outcomes):
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
-            # be there; no NOTIFY is sent for a job due later.
+            # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
             self.pacing.due_soon(self.store.due_in(self.queues))
         self.keeper.hold(jobs)
         for job in jobs:
@@ -241,6 +275,13 @@ class Worker:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
             self.pacing.looked(looked, self.store.due_in(self.queues))
+
+    def _held_for(self) -> float:
+        """Seconds the outcomes in hand have waited for the database (0: none waited)."""
+        since = self._held_since
+        if self._trouble.failures:  # finished during the outage, not yet sent
+            since = min(since if since is not None else self._trouble.since, self._trouble.since)
+        return time.monotonic() - since if since is not None else 0.0
 
     def _batch_ready(self, target: int) -> bool:
         if not self._unrecorded or not self._running or self._stop.is_set():
@@ -354,12 +395,15 @@ class Worker:
         self._give_back()
 
     def _give_back(self) -> None:
+        waiting = {id(job) for job in self.pool.withdraw()}  # never started
         leftovers = self._unreleased + list(self._running.values())
+        # Cut short by the end of the grace: each run gets its ``released`` history row.
+        ran = {j.id for k, j in self._running.items() if k not in waiting}
         for attempt in range(3):
             try:
                 self._exchange()
                 if leftovers:
-                    release(self.runtime, leftovers, self.report)
+                    release(self.runtime, leftovers, self.report, ran, self.grace)
                 break
             except Exception as exc:
                 if attempt == 2:
@@ -397,6 +441,24 @@ class Worker:
         if queues is None or self.queues is None or not queues.isdisjoint(self.queues):
             self._due.set()
             self._wake.set()
+
+    def _due_later(self, queue: str, seconds: float) -> None:
+        """Another process put a job in line on ``queue`` due in ``seconds`` (a retry, a
+        snooze, a delayed enqueue): wake then, not at the next poll."""
+        if self.queues is not None and queue not in self.queues:
+            return
+        at = self.runtime.monotonic() + seconds
+        with self._heard_lock:
+            if at >= self._heard_due:
+                return
+            self._heard_due = at
+        self._wake.set()  # the loop hands it to the pacing and sleeps until then
+
+    def _pace_heard(self) -> None:
+        with self._heard_lock:
+            at, self._heard_due = self._heard_due, float("inf")
+        if at != float("inf"):
+            self.pacing.heard_due(at)
 
     # -- LISTEN/NOTIFY ------------------------------------------------------------------
     @property

@@ -4,7 +4,8 @@ Set by the environment: ``TICKQ_DATABASE_URL``; ``TICKQ_TEST_LEASE`` (lease seco
 ``TICKQ_TEST_RUNS`` (a folder where each job notes its start and end, one file per
 process); ``TICKQ_TEST_STALL_AFTER`` (after this many starts, this process's next ``work``
 job hangs, so a test can kill the process while it surely holds a job). ``die`` kills its
-own worker process with SIGKILL every time it runs.
+own worker process with SIGKILL every time it runs. ``fail_once`` fails its first attempt
+(once the file ``gate`` exists, when given) and is retried 1 s later.
 """
 
 from __future__ import annotations
@@ -51,6 +52,17 @@ def work(ctx: JobContext, seconds: float = 0.0) -> None:
         note("stall", ctx)
         time.sleep(3600)
     time.sleep(seconds)
+    note("end", ctx)
+
+
+@q.job(backoff=(1,), max_attempts=2)
+def fail_once(ctx: JobContext, gate: str = "") -> None:
+    note("start", ctx)
+    if ctx.attempt == 1:
+        deadline = time.monotonic() + 60
+        while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise RuntimeError("the first attempt fails")
     note("end", ctx)
 
 

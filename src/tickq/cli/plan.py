@@ -7,10 +7,12 @@ import json
 from typing import TYPE_CHECKING
 
 from .app import add_app_argument, load_app
+from .scheduler import DEFAULT_EVERY, TARGETS
 
 if TYPE_CHECKING:
     from ..plan import Plan
     from ..plan.costs import Cost
+    from ..plan.hosts import HostCost
     from ..plan.retries import Retries
 
 DEFAULT_AWAKE_SECONDS = 10.0  # the same as tickq.plan's, without importing it for --help
@@ -36,8 +38,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--price-per-hour", type=price, metavar="PRICE",
         help="what an hour awake costs, to show a cost per month (any currency)",
     )  # fmt: skip
+    p.add_argument(
+        "--current-interval", type=interval, metavar="INTERVAL",
+        help="how often your scheduler calls the tick now (e.g. 1m, 15m, 1h): prints, for "
+        "each host of the scheduler recipes, the wake-ups per month now and as planned",
+    )  # fmt: skip
+    p.add_argument(
+        "--scheduler", choices=TARGETS, metavar="TARGET",
+        help="compare only on this `tickq scheduler` target's host(s); without "
+        f"--current-interval, its default ({DEFAULT_EVERY}) is the calls now",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(handler=run_plan)
+
+
+def interval(text: str) -> int:
+    """``--current-interval``: minutes, from ``15m``, ``2h``, ``1d`` (any number of them)."""
+    from ..schedulers.timing import EVERY, UNITS
+
+    match = EVERY.fullmatch(text)
+    minutes = int(match[1]) * UNITS[match[2].lower()] if match else 0
+    if not minutes:
+        raise argparse.ArgumentTypeError(
+            f"expected an interval such as 1m, 15m, 2h or 1d, got {text!r}"
+        )
+    return minutes
 
 
 def positive(text: str) -> float:
@@ -60,17 +85,59 @@ def run_plan(args: argparse.Namespace) -> int:
     plan = make_plan(
         load_app(args.app), awake_seconds=args.awake_seconds, price_per_hour=args.price_per_hour
     )
+    hosts = compared(plan, args.current_interval, args.scheduler)
     if args.json:
-        print(json.dumps({"app": args.app, **plan.to_dict()}, indent=2))
+        extra = {} if hosts is None else {"hosts": [h.to_dict() for h in hosts]}
+        print(json.dumps({"app": args.app, **plan.to_dict(), **extra}, indent=2))
     else:
-        print(render(plan, args.app))
+        print(render(plan, args.app, hosts))
     return 0
 
 
-def render(plan: Plan, app: str) -> str:
+def compared(plan: Plan, current: int | None, target: str | None) -> list[HostCost] | None:
+    """The hosts' rows when the calls made now are known (given, or a target's default)."""
+    from ..plan.hosts import HOSTS, host_costs
+
+    if current is None and target is None:
+        return None
+    if current is None:
+        current = interval(DEFAULT_EVERY)
+    hosts = tuple(h for h in HOSTS if target is None or h.target == target)
+    return host_costs(plan, current, hosts)
+
+
+def render(plan: Plan, app: str, hosts: list[HostCost] | None = None) -> str:
     """The plan as text for people."""
-    parts = [needs_text(plan), recommendation(plan, app), costs_text(plan), retries_text(plan)]
+    parts = [needs_text(plan), recommendation(plan, app), costs_text(plan),
+             hosts_text(hosts), retries_text(plan)]  # fmt: skip
     return "\n\n".join(p for p in parts if p)
+
+
+def hosts_text(hosts: list[HostCost] | None) -> str:
+    from .tables import table
+
+    if not hosts:
+        return ""
+    priced = any(h.now_cost is not None for h in hosts)
+    headers = ["host", "now", "wake-ups/month", "planned", "wake-ups/month", "saved/month"]
+    if priced:
+        headers.append("cost saved/month")
+    rows = []
+    for h in hosts:
+        row = [h.host, h.now, number(h.now_per_month),
+               h.planned + ("" if h.meets else " (its fastest: too slow)"),
+               number(h.planned_per_month), signed(h.saved_per_month)]  # fmt: skip
+        if priced and h.now_cost is not None and h.planned_cost is not None:
+            row.append(f"{h.now_cost - h.planned_cost:.2f}")
+        rows.append(row)
+    return (
+        "Now and planned on each host of the scheduler recipes (wake-ups per 30-day month; "
+        "each host's shortest interval respected):\n" + indent(table(headers, rows))
+    )
+
+
+def signed(value: float) -> str:
+    return ("+" if value > 0 else "") + number(value)
 
 
 def needs_text(plan: Plan) -> str:

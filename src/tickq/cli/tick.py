@@ -7,9 +7,11 @@ import json
 import re
 from datetime import timedelta
 
+from ..cycle import CALL_PATIENCE
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
 from ..logger import Fallback
+from ..tick import run_tick as tick_once
 from ..tick import strict_problems
 from .app import add_app_argument, load_app
 
@@ -68,7 +70,8 @@ def run_tick(args: argparse.Namespace) -> int:
     q = load_app(args.app)
     url = heartbeat_url()
     try:
-        summary = q.tick(limit=args.limit, time_budget=args.time_budget)
+        # A process of its own, not a request: it can wait out an outage, as process_jobs.
+        summary = tick_once(q.runtime, args.limit, args.time_budget, q._alerts, CALL_PATIENCE)
     except Exception as exc:
         if url:
             ping(url, ok=False, body=json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())

@@ -200,9 +200,10 @@ def timeline(job: Job, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(events, key=lambda e: e["at"])
 
 
-EVENT_KINDS = {"done": "done", "snoozed": "pending", "refunded": "pending"}
+EVENT_KINDS = {"done": "done", "snoozed": "pending", "refunded": "pending", "released": "pending"}
 """How the timeline marks an attempt's end (any other outcome is a failure); a snooze is a
-wait the job asked for, a refund a run its process never confirmed (not counted)."""
+wait the job asked for, a refund a run its process never confirmed, a release a run cut
+short by its worker's shutdown (neither counted)."""
 
 
 def pretty(value: Any) -> str:

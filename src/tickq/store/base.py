@@ -20,13 +20,13 @@ from .tokens import TokenQueries
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Sequence
     from datetime import datetime, timedelta
     from typing import Any
 
     from ..clock import Clock
     from ..job import NewJob
-    from .plumbing import Rows, Statement, Wake
+    from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome
 
 CHUNK = 1000
@@ -229,14 +229,41 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
                 out.stale.append(outcome.job)
         return out
 
-    def release(self, owner: str, jobs: Sequence[Job]) -> list[int]:
-        """Put claimed-but-unfinished jobs back to pending without counting the attempt."""
-        statements = [
-            ("release", {"id": j.id, "attempt": j.attempts, "owner": owner, "now": self._now()})
+    def release(
+        self,
+        owner: str,
+        jobs: Sequence[Job],
+        ran: Collection[int] = (),
+        grace: float | None = None,
+    ) -> list[int]:
+        """Put claimed-but-unfinished jobs back to pending without counting the attempt.
+        Those of ``ran`` (ids) had started and are cut short: each gets a ``released``
+        history row (numbered minus the attempt it gives back) saying ``grace`` ran out."""
+        now = self._now()
+        groups = [
+            self._release_statements({
+                "id": j.id, "attempt": j.attempts, "owner": owner, "now": now,
+                "ran": j.id in ran, "error": released_error(j, grace),
+            })
             for j in jobs
-        ]
+        ]  # fmt: skip
+        results = self._query_many([s for g in groups for s in g]) if groups else []
+        ends = [sum(len(g) for g in groups[: i + 1]) - 1 for i in range(len(groups))]
+        return [results[e][0][0] for e in ends if results[e]]
+
+    def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
+        """The statements releasing one job; the last one's rows tell whether it applied."""
+        return [("release", params)]
+
+    def note_late(self, outcomes: Sequence[Outcome], outage: float) -> set[int]:
+        """Say in each outcome's run's history row that its outcome came after the job had
+        been rescued during a database outage of ``outage`` seconds (not a crash)."""
+        statements = [("note_late", {
+            "id": o.job.id, "attempt": o.job.attempts, "started": self._ts(o.job.attempted_at),
+            "note": late_note(o, outage),
+        }) for o in outcomes]  # fmt: skip
         results = self._query_many(statements) if statements else []
-        return [rows[0][0] for rows in results if rows]
+        return {rows[0][0] for rows in results if rows}
 
     def extend_leases(
         self, owner: str, ids: Sequence[int], lease_seconds: float, started: Sequence[int] = ()
@@ -260,10 +287,12 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
             return set()
         return {r[0] for r in self._query("cancel_requests", owner=owner, ids=self._ids_param(ids))}
 
-    def rescue_expired(self) -> Rescued:
+    def rescue_expired(self, grace: float = 0.0) -> Rescued:
         """Jobs whose lease ran out go back to pending (or failed, when out of attempts);
-        those claimed ahead that never started are refunded (see ``Rescued``)."""
-        statements = self._rescue_statements(self._now())
+        those claimed ahead that never started are refunded (see ``Rescued``). On
+        PostgreSQL none in the first ``grace`` seconds after the server started: their
+        holders could not renew while it was down."""
+        statements = [(n, {**p, "grace": grace}) for n, p in self._rescue_statements(self._now())]
         if not statements:
             return Rescued([], [])
         results = self._query_many(statements)
@@ -309,9 +338,13 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         """``url`` checked as an address to ``listen`` on."""
         return url
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None:
         """Block until ``stop`` is set, calling ``wake`` for other processes' enqueues;
-        ``url``: listen on a connection to there (a direct one, past a pooler).
+        ``url``: listen on a connection to there (a direct one, past a pooler). ``later``:
+        called with a queue and seconds where the store can tell that a job put in line
+        there comes due that much later (Postgres); without it such a note calls ``wake``.
 
         Only where ``can_listen``; raises ``DatabaseUnavailable`` when the connection drops.
         """
@@ -427,6 +460,25 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
         return len(self._query("prune", cutoff=cutoff, batch=batch))
+
+
+def released_error(job: Job, grace: float | None) -> str:
+    """The error of a ``released`` history row: a run cut short at shutdown."""
+    waited = f"the worker's grace of {grace:g}s ran out" if grace is not None else "it stopped"
+    return (
+        f"Released: attempt {job.attempts} was cut short when its worker shut down "
+        f"({waited} while it ran); the attempt is not counted and the job runs again"
+    )
+
+
+def late_note(outcome: Outcome, outage: float) -> str:
+    """What a rescued run's history row says once its outcome arrives late."""
+    return (
+        f"LeaseExpired: outcome recorded late; the job had been rescued after the lease ran "
+        f"out during a database outage of {outage:.0f} s (attempt {outcome.job.attempts} "
+        f"{outcome.kind} after {outcome.duration:.1f} s on {outcome.job.lease_owner}, which "
+        f"was alive and kept the outcome; it did not crash)"
+    )
 
 
 def _claim_order(job: Job) -> tuple[int, datetime, int]:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     Statement = tuple[str, dict[str, Any]]
     Wake = Callable[[set[str] | None], None]
     """Called with the queues that got due jobs (None: anything may be due)."""
+    Later = Callable[[str, float], None]
+    """Called with a queue and the seconds until a job just put in line there comes due."""
 
 STATES = {s.value: s for s in JobState}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -22,9 +22,10 @@ from .base import CHUNK, SqlStore
 from .horizon import PostgresHorizon
 from .pgerrors import reason_of, too_large, unavailable
 from .pooler import guess_pooler, split_pooler
+from .queries import WAKE_SEPARATOR
 
 if TYPE_CHECKING:
-    from .plumbing import Rows, Statement, Wake
+    from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome, ScheduleMove
 
 LISTEN_HEARTBEAT = 30.0
@@ -218,14 +219,39 @@ class PostgresStore(PostgresHorizon, SqlStore):
         return url_location(self.url)
 
     def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
-        with conn.cursor() as cur:
-            cur.execute(sql, params)
-            return cur.fetchall() if cur.description else []
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+                return cur.fetchall() if cur.description else []
+        except BaseException:
+            self._forget(conn)
+            raise
+
+    def _forget(self, conn: Any) -> None:
+        """A statement failed on ``conn``: never use it again. psycopg counts a statement
+        sent in a pipeline that the server then aborted as prepared (it never was): on the
+        same connection its next use fails with 'prepared statement "_pg3_1" does not
+        exist', which is no pooler's doing. A new connection starts with nothing prepared,
+        so a lost statement is only ever seen on a connection with no failure behind it."""
+        current: Any = getattr(self._local, "conn", None)
+        if current is None or conn is not current:
+            return
+        status = self.psycopg.pq.TransactionStatus
+        if conn.info.transaction_status in (status.INTRANS, status.INERROR):
+            return  # inside a block (a migration): its end rolls back, then it is dropped
+        self.drop_connection()
 
     def _run_many(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
         if len(statements) == 1:
             name, params = statements[0]
             return [self._run(conn, self._sql[name], params)]
+        try:
+            return self._pipeline(conn, statements)
+        except BaseException:
+            self._forget(conn)
+            raise
+
+    def _pipeline(self, conn: Any, statements: Sequence[Statement]) -> list[Rows]:
         # One implicit transaction and one round trip: an explicit conn.transaction() here
         # would make psycopg sync around BEGIN and COMMIT (four round trips).
         cursors = []
@@ -236,10 +262,13 @@ class PostgresStore(PostgresHorizon, SqlStore):
                 cursors.append(cur)
         return [cur.fetchall() if cur.description else [] for cur in cursors]
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None:
         """LISTEN on a connection of its own (to ``url`` when given: a direct one, where
         the main URL goes through a transaction pooler); ``wake(None)`` once listening (to
-        catch what was enqueued while not), then ``wake({queue})`` per notification."""
+        catch what was enqueued while not), then ``wake({queue})`` per notification of a
+        job due now and ``later(queue, seconds)`` per one of a job due later."""
         channel = self._query("channel")[0][0]  # named after this table, as the enqueues see it
         with self._errors():
             conn = self._connect(self.direct_url(url) if url else None)
@@ -248,15 +277,19 @@ class PostgresStore(PostgresHorizon, SqlStore):
                 conn.execute(self.psycopg.sql.SQL("LISTEN {}").format(
                     self.psycopg.sql.Identifier(channel)))  # fmt: skip
                 wake(None)
-                self._relay(conn, wake, stop)
+                self._relay(conn, wake, stop, later)
         finally:
             conn.close()
 
-    def _relay(self, conn: Any, wake: Wake, stop: threading.Event) -> None:
+    def _relay(self, conn: Any, wake: Wake, stop: threading.Event, later: Later | None) -> None:
         checked = monotonic()
         while not stop.is_set():
             for note in conn.notifies(timeout=min(1.0, LISTEN_HEARTBEAT)):
-                wake({note.payload})
+                queue, due_in = parse_note(note.payload)
+                if due_in > 0 and later is not None:
+                    later(queue, due_in)
+                else:
+                    wake({queue})
             if monotonic() - checked >= LISTEN_HEARTBEAT:
                 conn.execute("SELECT 1")
                 checked = monotonic()
@@ -378,3 +411,13 @@ def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[
         else:
             ids.append(store._existing_or_new(job, []))
     return ids
+
+
+def parse_note(payload: str) -> tuple[str, float]:
+    """A notification's queue and the seconds until its job comes due: ``"<queue>"`` (due
+    now; what every version of tickq sends) or ``"<queue>\\x1f<milliseconds>"`` (see
+    ``wake`` in postgres.sql). Anything else is a queue name, due now."""
+    queue, sep, millis = payload.rpartition(WAKE_SEPARATOR)
+    if sep and millis.isascii() and millis.isdigit():
+        return queue, int(millis) / 1000
+    return payload, 0.0

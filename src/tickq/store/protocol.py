@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
     from datetime import datetime, timedelta
 
     from ..clock import Clock
     from ..controls import Limit
     from ..job import Attempt, Job, NewJob
-    from .plumbing import Wake
+    from .plumbing import Later, Wake
     from .postgres import PostgresStore
     from .records import Leases, Outcome, Recorded, Rescued, ScheduleMove, TickState
     from .sqlite import SQLiteStore
@@ -53,8 +53,20 @@ class Transitions(Protocol):
         """``started`` (jobs claimed ahead that began), ``record``, then ``claim`` and
         ``claimed_ahead`` (``ahead`` more, listed last), in one transaction."""
 
-    def release(self, owner: str, jobs: Sequence[Job]) -> list[int]:
-        """``released``: back to pending, the attempt not counted; returns the ids moved."""
+    def release(
+        self,
+        owner: str,
+        jobs: Sequence[Job],
+        ran: Collection[int] = (),
+        grace: float | None = None,
+    ) -> list[int]:
+        """``released``: back to pending, the attempt not counted; returns the ids moved.
+        Jobs of ``ran`` (ids) had started: each gets a ``released`` history row."""
+
+    def note_late(self, outcomes: Sequence[Outcome], outage: float) -> set[int]:
+        """Say in the history row of each outcome's run (``lease_expired`` or ``refunded``)
+        that it finished, was recorded late and had been rescued during an outage of
+        ``outage`` seconds; returns the ids of the jobs whose row was found."""
 
     def extend_leases(
         self, owner: str, ids: Sequence[int], lease_seconds: float, started: Sequence[int] = ()
@@ -65,9 +77,10 @@ class Transitions(Protocol):
     def cancel_requests(self, owner: str, ids: Sequence[int]) -> set[int]:
         """Which of ``ids``, running under ``owner``'s lease, were asked to stop (a read)."""
 
-    def rescue_expired(self) -> Rescued:
+    def rescue_expired(self, grace: float = 0.0) -> Rescued:
         """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts);
-        ``refunded`` instead for jobs whose start was never confirmed (``started``)."""
+        ``refunded`` instead for jobs whose start was never confirmed (``started``). Where
+        the database can tell, none within ``grace`` seconds of its own start."""
 
     def retry(self, job_id: int) -> Job:
         """``retry`` by hand: a failed or cancelled job to pending, due now."""
@@ -191,7 +204,9 @@ class Lifecycle(Protocol):
 
     def direct_url(self, url: str) -> str: ...
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None: ...
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None: ...
 
     def drop_connection(self) -> None: ...
 

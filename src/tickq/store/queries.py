@@ -54,6 +54,20 @@ REFUND_ERROR = (
 )
 """The error of a refunded run's history row (``refund_expired``)."""
 
+HOLDERS_BACK = (
+    "(CAST(:now AS timestamptz) IS NOT NULL OR now() >= pg_postmaster_start_time() "
+    "+ make_interval(secs => :grace))"
+)
+"""PostgreSQL: no lease counts as run out in the first ``:grace`` seconds after the server
+started (its holders could not renew while it was down); with an injected clock, always."""
+
+WAKE_HORIZON = 600
+"""PostgreSQL: seconds ahead for which putting a job in line notifies listening workers of
+its due time (``wake`` in postgres.sql); a worker learns of later ones at its next look,
+which is at most its poll interval away."""
+WAKE_SEPARATOR = "\x1f"
+"""Between the queue and the milliseconds in a notification of a job due later."""
+
 _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 
 
@@ -103,6 +117,8 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{requested_error}", REQUESTED_ERROR)
     sql = sql.replace("{expired_error}", EXPIRED_ERROR)
     sql = sql.replace("{refund_error}", REFUND_ERROR)
+    sql = sql.replace("{holders_back}", HOLDERS_BACK)
+    sql = sql.replace("{wake_horizon}", str(WAKE_HORIZON))
     if paramstyle == "pyformat":
         import re
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..clock import Clock
     from ..job import Job
-    from .plumbing import Rows, Statement, Wake
+    from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome, Recorded, Rescued, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
@@ -119,9 +119,9 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         try:
             yield
         except sqlite3.OperationalError as exc:
+            message = str(exc)
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 self.tend_wal(full=True)  # give the log's space back for the next try
-            message = str(exc)
             if "no such table" in message or "no such column" in message:
                 raise SchemaMissing(
                     f"tickq's tables are missing or not up to date in {self.path} ({message}); "
@@ -164,6 +164,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _trouble(self, exc: sqlite3.OperationalError) -> DatabaseUnavailable | None:
         """A full disk or a file this process can't write, in words; else None."""
         code = _code(exc)
+        if code == sqlite3.SQLITE_IOERR and self._disk_is_full():
+            code = sqlite3.SQLITE_FULL  # opening on a full disk: its -shm can't be made
         if code == sqlite3.SQLITE_FULL:
             return DatabaseUnavailable(
                 f"SQLite database {self.path} is out of space: disk full ({exc}): free space "
@@ -179,6 +181,15 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                 READ_ONLY,
             )
         return None
+
+    def _disk_is_full(self) -> bool:
+        import os
+
+        try:
+            stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return False
+        return stat.f_bavail * stat.f_frsize < 64 * 1024
 
     def _execute(self, conn: sqlite3.Connection, sql: str, params: Any = ()) -> Rows:
         """``conn.execute(sql)`` waiting up to ``busy_timeout`` for another writer's lock,
@@ -213,10 +224,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        self._settle(conn)  # a tight disk: what others committed taken in first
         self._execute(conn, "BEGIN IMMEDIATE")
         try:
             yield conn
+            self._room_to_commit(conn)  # a tight disk: room for the checkpoint after it
             self._execute(conn, "COMMIT")  # busy while readers finish (rollback journal)
+            self._settle(conn)  # a tight disk: the log taken in, started over
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -227,7 +241,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
 
     def _run_many(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
         limited = self._limits_hint(conn, statements)
-        if len(statements) == 1 and not limited:  # one statement is a transaction of its own
+        alone = len(statements) == 1 and not limited and not self._tight(conn)
+        if alone:  # one statement is a transaction of its own (not on a tight disk: see wal)
             name, params = statements[0]
             return [self._execute(conn, self._sql[name], params)]
         with self._transaction(conn):
@@ -275,10 +290,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             rows.extend(conn.execute(self._sql["claim"], {**params, "limit": left}).fetchall())
         return rows
 
-    def listen(self, wake: Wake, stop: threading.Event, url: str | None = None) -> None:
+    def listen(
+        self, wake: Wake, stop: threading.Event, url: str | None = None, later: Later | None = None
+    ) -> None:
         """Call ``wake(None)`` once watching, then whenever another connection (another
         process, usually) has committed to the file: ``PRAGMA data_version`` on a
-        connection of its own changes then. ``url`` is ignored (it is for Postgres)."""
+        connection of its own changes then. ``url`` and ``later`` are ignored (a commit
+        says nothing of due times: the worker looks, reads ``due_in`` and sleeps until it)."""
         if self._uri:  # an in-memory database: no other process can write to it
             wake(None)
             stop.wait()
@@ -357,10 +375,10 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         params = self._outcome_params(owner, outcome)
         return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
 
-    def rescue_expired(self) -> Rescued:
+    def rescue_expired(self, grace: float = 0.0) -> Rescued:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
         self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
-        return super().rescue_expired()
+        return super().rescue_expired(grace)
 
     def database_health(self) -> dict[str, Any]:
         return self.wal_state()
@@ -373,6 +391,9 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         names = ("add_refunded_attempts", "refund_expired", "add_expired_attempts",
                  "rescue_expired")  # fmt: skip
         return [(name, params) for name in names]
+
+    def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
+        return [("add_released_attempt", params), ("release", params)]
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.

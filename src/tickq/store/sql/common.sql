@@ -134,3 +134,11 @@ DELETE FROM tickq_tokens_seen WHERE expires_at < :now_epoch
 INSERT INTO tickq_tokens_seen (jti, expires_at) VALUES (:jti, :expires_at)
 ON CONFLICT (jti) DO NOTHING
 RETURNING jti
+
+-- name: note_late
+-- The history row of a run whose outcome arrived after the job had been rescued (its
+-- lease ran out while the database could not be reached): it says so, not "crashed".
+UPDATE tickq_attempts SET error = :note
+WHERE job_id = :id AND attempt IN (:attempt, -:attempt)
+  AND outcome IN ('lease_expired', 'refunded') AND started_at >= :started
+RETURNING job_id

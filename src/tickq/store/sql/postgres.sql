@@ -3,10 +3,10 @@
 -- clock skew between machines can neither run jobs early nor strand them.
 
 -- name: insert
--- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), only for
--- jobs due now; the channel is named after this table's oid, so apps sharing a database
--- in different schemas don't wake each other. Identical notifications in one transaction
--- are sent once.
+-- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), for jobs
+-- due now or soon ({@wake}); the channel is named after this table's oid, so apps sharing
+-- a database in different schemas don't wake each other. Identical notifications in one
+-- transaction are sent once.
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
@@ -15,14 +15,13 @@ WITH j AS (
             :unique_key, :unique_scope, CAST(:meta AS jsonb),
             COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
     ON CONFLICT DO NOTHING
-    RETURNING id, queue, run_after)
-SELECT j.id FROM j, LATERAL (
-    SELECT CASE WHEN j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
-                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
-           END) AS wake
+    RETURNING id, queue, run_after),
+due AS (SELECT queue, run_after FROM j),
+{@wake}
+SELECT j.id FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: insert_many
--- One statement for many jobs; wakes workers like insert does.
+-- One statement for many jobs; wakes workers like insert does (once per queue).
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                             unique_key, unique_scope, meta, created_at, updated_at)
@@ -38,11 +37,29 @@ WITH j AS (
                               unique_key, unique_scope, meta, ord)
     ORDER BY r.ord
     ON CONFLICT DO NOTHING
-    RETURNING id, unique_key, queue, run_after)
-SELECT j.id, j.unique_key FROM j, LATERAL (
-    SELECT CASE WHEN j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
-                THEN pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), j.queue)
-           END) AS wake
+    RETURNING id, unique_key, queue, run_after),
+due AS (SELECT queue, run_after FROM j),
+{@wake}
+SELECT j.id, j.unique_key FROM j WHERE (SELECT count(*) FROM wake) >= 0
+
+-- name: wake
+-- Not a query: the CTE that statements putting jobs in line end with (insert, insert_many,
+-- retried, snoozed), after a CTE "due" (queue, run_after) of those jobs. One notification
+-- per queue at commit: its name when a job is due now (what every version sends and
+-- hears); "<queue><US><ms>" (US: chr(31)) when its first job is due in ms milliseconds, at
+-- most {wake_horizon} from now (a worker learns of later ones at its next look). Identical
+-- ones in a transaction are sent once; none when no job is due that soon. Included as
+-- {@wake}; the statement must read "wake" (SELECT count(*) FROM wake) for it to run.
+wake AS (
+    SELECT pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid),
+                     CASE WHEN d.at <= n.ts THEN d.queue
+                          ELSE d.queue || chr(31) || CAST(GREATEST(0, floor(1000 * EXTRACT(
+                              EPOCH FROM d.at - COALESCE(CAST(:now AS timestamptz),
+                                                         clock_timestamp())))) AS bigint)
+                     END)
+    FROM (SELECT queue, min(run_after) AS at FROM due GROUP BY queue) AS d,
+         (SELECT COALESCE(CAST(:now AS timestamptz), now()) AS ts) AS n
+    WHERE d.at <= n.ts + make_interval(secs => {wake_horizon}))
 
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
@@ -95,7 +112,8 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = 
 RETURNING id
 
 -- name: retried
--- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried.
+-- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried. The
+-- retry's due time wakes listening workers ({@wake}), wherever the attempt ran.
 WITH j AS (
     UPDATE tickq_jobs
     SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
@@ -113,14 +131,17 @@ a AS (
     SELECT id, attempts, attempted_at, updated_at,
            CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
            last_error, :duration FROM j
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
+    ON CONFLICT DO NOTHING),
+due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
+{@wake}
+SELECT {job_columns} FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: snoozed
 -- A run that raised Snooze: back to pending with its attempt given back (as release does),
 -- the snooze counted; max_snooze runs from the start of the first snoozed run. Its history
 -- row is numbered by the attempt it gave back and by its snooze. A job asked to stop
--- (cancel_requested_at) ends cancelled instead, its attempt counted.
+-- (cancel_requested_at) ends cancelled instead, its attempt counted. Wakes listening
+-- workers for its new due time, as retried does.
 WITH j AS (
     UPDATE tickq_jobs
     SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
@@ -145,8 +166,10 @@ a AS (
            attempted_at, updated_at,
            CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE :outcome END,
            CASE WHEN status = 'cancelled' THEN last_error ELSE :error END, :duration FROM j
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
+    ON CONFLICT DO NOTHING),
+due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
+{@wake}
+SELECT {job_columns} FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: failed
 -- A job asked to stop (cancel_requested_at) ends cancelled instead: no failure alert.
@@ -185,13 +208,27 @@ a AS (
 SELECT {job_columns} FROM j
 
 -- name: release
-UPDATE tickq_jobs
-SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
-    lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-  AND cancel_requested_at IS NULL
-RETURNING id
+-- Back to pending, the attempt not counted. A run cut short (:ran: it had started) keeps a
+-- history row, numbered minus the attempt it gave back (as a refund is) and told apart
+-- from a refund and from earlier releases of that number by a negative snooze number.
+WITH j AS (
+    UPDATE tickq_jobs
+    SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
+        ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+        lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
+    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+      AND cancel_requested_at IS NULL
+    RETURNING id, attempts + 1 AS attempt, attempted_at),
+a AS (
+    INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
+                                error)
+    SELECT j.id, -j.attempt,
+           -1 - (SELECT count(*) FROM tickq_attempts p
+                 WHERE p.job_id = j.id AND p.attempt = -j.attempt AND p.snooze < 0),
+           j.attempted_at, COALESCE(CAST(:now AS timestamptz), now()), 'released', :error
+    FROM j WHERE CAST(:ran AS boolean)
+    ON CONFLICT DO NOTHING)
+SELECT id FROM j
 
 -- name: extend_leases
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
@@ -219,6 +256,7 @@ WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND ahead = 1 AND cancel_requested_at IS NULL
       AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
+      AND {holders_back}
     FOR UPDATE SKIP LOCKED),
 history AS (
     INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error)
@@ -238,10 +276,13 @@ SELECT {job_columns} FROM j
 
 -- name: rescue_expired
 -- {rescued_status}: pending, or failed when out of attempts (job.STATE_MACHINE's rule);
--- cancelled when the job was asked to stop.
+-- cancelled when the job was asked to stop. {holders_back}: none in the first :grace
+-- seconds after the server started (a lease that ran out while it was down was held by
+-- a process that could not renew; it gets that long to reconnect), as refund_expired.
 WITH expired AS (
     SELECT id FROM tickq_jobs
     WHERE status = 'running' AND lease_expires_at < COALESCE(CAST(:now AS timestamptz), now())
+      AND {holders_back}
     FOR UPDATE SKIP LOCKED),
 j AS (
     UPDATE tickq_jobs t

@@ -173,6 +173,21 @@ SELECT id, attempts,
 WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
 ON CONFLICT DO NOTHING
 
+-- name: add_released_attempt
+-- Runs just before release, in its transaction: a run cut short (:ran: it had started)
+-- keeps a history row, numbered minus the attempt it gives back (as a refund is) and told
+-- apart from a refund and from earlier releases of that number by a negative snooze.
+INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error)
+SELECT id, -attempts,
+       -1 - (SELECT count(*) FROM tickq_attempts p
+             WHERE p.job_id = tickq_jobs.id AND p.attempt = -tickq_jobs.attempts
+               AND p.snooze < 0),
+       attempted_at, :now, 'released', :error
+FROM tickq_jobs
+WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+  AND cancel_requested_at IS NULL AND :ran
+ON CONFLICT DO NOTHING
+
 -- name: release
 UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
