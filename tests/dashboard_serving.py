@@ -11,13 +11,19 @@ from typing import Any
 
 
 @contextmanager
-def serving(app: Any, **config: Any) -> Iterator[str]:
+def serving(app: Any, dual_stack: bool = False, **config: Any) -> Iterator[str]:
     """Yield ``http://127.0.0.1:PORT`` while uvicorn serves ``app`` there (``config``:
-    more ``uvicorn.Config`` options, e.g. ``proxy_headers=False``)."""
+    more ``uvicorn.Config`` options, e.g. ``proxy_headers=False``). ``dual_stack`` listens
+    on an IPv6 socket that takes IPv4 too: peers then appear as ``::ffff:127.0.0.1``."""
     import uvicorn
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    if dual_stack:
+        sock = socket.socket(socket.AF_INET6)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(("::", 0))
+    else:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

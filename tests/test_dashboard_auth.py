@@ -2,7 +2,8 @@
 SQLite and Postgres: nothing a browser gets before logging in lets anyone test password
 guesses offline; sessions live in the database (logout, log out everywhere, expiry); CSRF
 tokens belong to one session; failed logins are counted in the database, never lock the
-right password out of a fresh client, and X-Forwarded-For counts only when trusted."""
+right password out of a browser that logged in before, and X-Forwarded-For counts only
+when trusted; addresses compare as addresses (proxy networks, IPv4-mapped, IPv6 per /64)."""
 
 from __future__ import annotations
 
@@ -401,3 +402,142 @@ def test_x_forwarded_for_counts_only_from_a_trusted_proxy(q: Queue) -> None:
         assert login(client, url).status_code == 429
     with pytest.raises(ConfigurationError, match="trusted_proxies must be IP addresses"):
         Dashboard(q, password=PASSWORD, trusted_proxies=["proxy.internal"])
+
+
+# -- addresses as addresses: networks of proxies, IPv4-mapped peers, IPv6 per /64 ----------
+def guesses_from(url: str, addresses: list[str], password: str = "wrong guess number w",
+                 **cookies: str) -> list[int]:  # fmt: skip
+    """Log in once from each address, as a trusted proxy on 127.0.0.1 says it is."""
+    statuses = []
+    for address in addresses:
+        with httpx.Client(headers={"X-Forwarded-For": address}, cookies=cookies) as client:
+            statuses.append(login(client, url, password).status_code)
+    return statuses
+
+
+def test_trusted_proxies_may_be_networks(q: Queue) -> None:
+    limiter = LoginLimiter(per_client=2, window=60)
+    dashboard = Dashboard(q, password=PASSWORD, login_limiter=limiter,
+                          trusted_proxies=["10.0.0.0/8", "127.0.0.0/8"])  # fmt: skip
+    with serving(q.asgi_app(dashboard=dashboard), proxy_headers=False) as url:
+        assert guesses_from(url, ["198.51.100.1, 10.1.2.3"] * 3) == [401, 401, 429]
+        assert guesses_from(url, ["198.51.100.2, 10.200.0.1"], PASSWORD) == [303]
+    with pytest.raises(ConfigurationError, match=r"or 10\.0\.0\.0/8\), got '10\.0\.0\.1/8'"):
+        Dashboard(q, password=PASSWORD, trusted_proxies=["10.0.0.1/8"])  # host bits set
+
+
+def test_an_ipv4_mapped_peer_is_the_ipv4_address_it_maps(q: Queue) -> None:
+    """On a dual-stack socket the proxy at 127.0.0.1 is seen as ``::ffff:127.0.0.1``: still
+    trusted; and ``::ffff:198.51.100.7`` is counted as 198.51.100.7."""
+    limiter = LoginLimiter(per_client=2, window=60)
+    dashboard = Dashboard(q, password=PASSWORD, login_limiter=limiter,
+                          trusted_proxies=["127.0.0.1"])  # fmt: skip
+    app = q.asgi_app(dashboard=dashboard)
+    with serving(app, dual_stack=True, proxy_headers=False) as url:
+        assert guesses_from(url, ["198.51.100.7", "::ffff:198.51.100.7", "198.51.100.7"]) == [
+            401, 401, 429]  # fmt: skip
+        assert guesses_from(url, ["198.51.100.8"], PASSWORD) == [303]  # not the peer's count
+
+
+def test_ipv6_clients_are_counted_per_64(q: Queue) -> None:
+    limiter = LoginLimiter(per_client=3, window=60)
+    dashboard = Dashboard(q, password=PASSWORD, login_limiter=limiter,
+                          trusted_proxies=["127.0.0.1"])  # fmt: skip
+    with serving(q.asgi_app(dashboard=dashboard), proxy_headers=False) as url:
+        one_64 = [f"2001:db8:0:7::{n:x}" for n in range(1, 40)]
+        statuses = guesses_from(url, one_64)
+        assert statuses.count(401) == 3 and set(statuses[3:]) == {429}, statuses
+        assert guesses_from(url, ["2001:db8:0:8::1"], PASSWORD) == [303]  # the next /64
+
+
+def test_a_flood_from_fresh_addresses_shares_one_budget_and_known_browsers_log_in(
+    q: Queue,
+) -> None:
+    """Past ``overall`` failures in a window, clients not seen before share ``overall``
+    more tries: at most ``2 * overall`` passwords checked, from however many addresses. A
+    browser that logged in before (its signed device cookie) still logs in, from anywhere."""
+    limiter = LoginLimiter(per_client=3, overall=4, window=60)
+    dashboard = Dashboard(q, password=PASSWORD, login_limiter=limiter,
+                          trusted_proxies=["127.0.0.1"])  # fmt: skip
+    with serving(q.asgi_app(dashboard=dashboard), proxy_headers=False) as url:
+        with httpx.Client(headers={"X-Forwarded-For": "192.0.2.1"}) as owner:
+            assert login(owner, url).status_code == 303
+            device = owner.cookies["tickq_device"]
+        flood = guesses_from(url, [f"2001:db8:{n:x}::1" for n in range(30)])
+        assert flood.count(401) == 8 and set(flood[8:]) == {429}, flood
+        assert guesses_from(url, ["203.0.113.50"], PASSWORD) == [429]  # unknown: waits
+        forged = device.split(".")[0] + "." + "0" * 64
+        assert guesses_from(url, ["203.0.113.51"], PASSWORD, tickq_device=forged) == [429]
+        assert guesses_from(url, ["2001:db8:1::1"], PASSWORD, tickq_device=device) == [303]
+
+
+def test_a_refused_login_writes_nothing_to_the_database(q: Queue) -> None:
+    """With another connection holding the login table against writes, refused (429)
+    attempts are still answered at once: they only read."""
+    limiter = LoginLimiter(per_client=2, window=60)
+    app = q.asgi_app(dashboard=Dashboard(q, password=PASSWORD, login_limiter=limiter))
+    with serving(app) as url, httpx.Client(timeout=5) as client:
+        for _ in range(2):
+            assert login(client, url, "wrong guess number v").status_code == 401
+        with holding_the_logins_table(q.url):
+            for _ in range(3):
+                assert login(client, url, "wrong guess number v").status_code == 429
+
+
+@contextmanager
+def holding_the_logins_table(url: str) -> Iterator[None]:
+    """Another connection takes a lock that lets readers in but no writer."""
+    if url.startswith("sqlite:"):
+        import sqlite3
+
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")  # the write lock: readers go on (WAL)
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url) as conn:  # one transaction, rolled back at the end
+        conn.execute("LOCK TABLE tickq_dashboard_logins IN SHARE MODE")
+        yield
+        conn.rollback()
+
+
+# -- log out everywhere and the environment's password belong to tickq's own login --------
+def test_log_out_everywhere_is_refused_under_an_auth_hook_and_when_read_only(
+    q: Queue, base: str
+) -> None:
+    """Only a dashboard opened by tickq's own login may end every session: not one the
+    host app's ``auth`` hook opens (a staff page), nor a read-only one."""
+    hook = Dashboard(q, auth=lambda request: True)
+    read_only = Dashboard(q, password=PASSWORD, read_only=True)
+    with httpx.Client() as owner:
+        assert login(owner, base).status_code == 303
+        with serving(q.asgi_app(dashboard=hook)) as url, httpx.Client() as staff:
+            staff.get(f"{url}/tickq/")
+            token = hook.guard.nonce_token(staff.cookies["tickq_csrf"])  # the forms' own
+            refused = staff.post(f"{url}/tickq/logout-everywhere", data={"csrf_token": token})
+            assert refused.status_code == 403 and "host app" in refused.text
+        with serving(q.asgi_app(dashboard=read_only)) as url, httpx.Client() as viewer:
+            assert login(viewer, url).status_code == 303
+            page = viewer.get(f"{url}/tickq/")
+            assert "/logout-everywhere" not in page.text and "/logout" in page.text
+            form = {"csrf_token": csrf(page.text)}
+            refused = viewer.post(f"{url}/tickq/logout-everywhere", data=form)
+            assert refused.status_code == 403 and "read-only" in refused.text
+            assert viewer.get(f"{url}/tickq/").status_code == 200
+        assert owner.get(f"{base}/tickq/").status_code == 200  # every session lives on
+
+
+def test_an_auth_hook_ignores_the_environments_password(
+    q: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$TICKQ_DASHBOARD_PASSWORD`` set short for another tool does not break a dashboard
+    the host app's login opens: with ``auth=`` it is not read."""
+    monkeypatch.setenv("TICKQ_DASHBOARD_PASSWORD", "short")
+    with serving(q.asgi_app(dashboard={"auth": lambda request: True})) as url:
+        assert httpx.get(f"{url}/tickq/").status_code == 200
+        assert httpx.get(f"{url}/tickq/login").status_code == 303  # no login form of ours

@@ -134,3 +134,64 @@ def test_a_real_sigint_still_stops_process_jobs(q: Queue, db_url: str) -> None:
     assert process.returncode != 0 and "KeyboardInterrupt" in err, err
     job = q.get_job(job_id)
     assert job is not None and job.status == "running"  # its lease expires; it runs again
+
+
+def test_a_signal_handler_that_raises_nothing_leaves_the_jobs_own_exit_its_failure(
+    q: Queue, db_url: str
+) -> None:
+    """A server's graceful SIGTERM handler notes the signal and returns; the ``SystemExit``
+    the job raises afterwards is still the job's failure, and the process goes on."""
+    job_id, ok = q.enqueue("signalled_then_exits", max_attempts=1), q.enqueue("ok")
+    done = subprocess.run([sys.executable, str(APP), "graceful"], cwd=ROOT, text=True,
+                          env=tickq_env(TICKQ_DATABASE_URL=db_url), capture_output=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    job = q.get_job(job_id)
+    assert job is not None and job.status == "failed", job
+    assert (job.last_error or "").startswith("SystemExit: 5"), job.last_error
+    assert q.get_job(ok).status == "done"  # type: ignore[union-attr]
+
+
+def test_gunicorns_worker_timeout_stops_the_tick_without_spending_the_attempt(
+    q: Queue, db_url: str
+) -> None:
+    """gunicorn's sync worker answers its master's SIGABRT (worker timeout) with
+    ``sys.exit(1)`` from the handler: that is the process stopping, not the job failing.
+    The job is left running for its lease to expire and be rescued; no attempt is recorded
+    as ``SystemExit: 1``, and the tick starts no further job in the dying worker."""
+    import socket
+    import urllib.error
+
+    job_id, ok = q.enqueue("waits", {"seconds": 30}), q.enqueue("ok")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-w", "1", "--timeout", "2", "--graceful-timeout",
+         "2", "-b", f"127.0.0.1:{port}", "apps.exits:wsgi()"],
+        cwd=ROOT / "tests", env=tickq_env(TICKQ_DATABASE_URL=db_url, CRON_SECRET=SECRET),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 30
+        while True:
+            assert server.poll() is None, server.communicate()[0]
+            try:
+                urllib.request.urlopen(f"{base}/api/cron/health", timeout=5).close()
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except OSError:
+                assert time.monotonic() < deadline, "gunicorn never answered"
+                time.sleep(0.1)
+        tick = urllib.request.Request(f"{base}/api/cron/tick", method="POST", data=b"",
+                                      headers={"Authorization": f"Bearer {SECRET}"})  # fmt: skip
+        with pytest.raises(OSError):  # the worker died mid-request: no answer
+            urllib.request.urlopen(tick, timeout=25).close()
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert "WORKER TIMEOUT" in out, out
+    job = q.get_job(job_id)
+    assert job is not None and job.status == "running" and job.last_error is None, job
+    assert q.get_job(ok).status == "pending"  # type: ignore[union-attr]

@@ -193,3 +193,50 @@ def test_a_known_event_id_with_another_body_is_not_run_and_logs_both_digests(
     assert sha256(first_body) in message and sha256(other_body) in message, message
     assert "'evt_7'" in message and path in message
     assert [event for _, event, _ in r.runs] == [json.loads(first_body)]
+
+
+@pytest.mark.parametrize("path", ["/hooks/github", "/hooks/shop"])
+def test_a_known_body_under_another_unsigned_delivery_id_is_logged_at_info(
+    path: str, receiving: Receiving, caplog: pytest.LogCaptureFixture
+) -> None:
+    r, body = receiving, b'{"id": 11, "action": "opened"}'
+
+    def sign(delivery: str) -> dict[str, str]:
+        return github(body, delivery) if path.endswith("github") else shopify(body, delivery)
+
+    def noted() -> list[logging.LogRecord]:
+        return [rec for rec in caplog.records if "arrived again under" in rec.getMessage()]
+
+    caplog.set_level(logging.INFO, logger="tickq")
+    with serving(r.q.asgi_app()) as base:
+        first = post(base, path, body, sign("delivery-1"))
+        assert post(base, path, body, sign("delivery-1")).json() == first.json()
+        assert noted() == []  # the same delivery again: nothing to say
+        assert post(base, path, body, sign("delivery-2")).json() == first.json()
+    [info] = noted()
+    assert info.levelno == logging.INFO, caplog.text
+    assert "'delivery-2'" in info.getMessage() and "'delivery-1'" in info.getMessage()
+    assert path in info.getMessage()
+    assert not [rec for rec in caplog.records if "webhook" in rec.getMessage()
+                and rec.levelno >= logging.WARNING], caplog.text  # fmt: skip
+
+
+def test_a_first_delivery_is_not_read_back(receiving: Receiving) -> None:
+    """Only a delivery whose event is already stored reads the stored job back to compare
+    it: a first one costs its insert alone."""
+    r, reads = receiving, []
+    real_get = r.q.store.get
+
+    def get(job_id: int) -> Any:  # the real read, counted
+        reads.append(job_id)
+        return real_get(job_id)
+
+    r.q.store.get = get  # type: ignore[method-assign]
+    bodies = [json.dumps({"id": f"evt_{n}", "type": "invoice.paid"}).encode() for n in range(3)]
+    with serving(r.q.asgi_app()) as base:
+        answers = [post(base, "/hooks/stripe", b, stripe(b, r.now)) for b in bodies]
+        assert [a.status_code for a in answers] == [200, 200, 200]
+        assert reads == []
+        again = post(base, "/hooks/stripe", bodies[0], stripe(bodies[0], r.now))
+        assert again.json() == answers[0].json()
+        assert reads == [answers[0].json()["job_id"]]

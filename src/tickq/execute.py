@@ -9,7 +9,7 @@ from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
-from .signals import noting_signals
+from .signals import noting_signals, raised_by_signal
 from .store import Outcome
 
 TYPE_CHECKING = False
@@ -37,13 +37,13 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
         return _unknown_type(job, known())
     token = _current.set(job)
     try:
-        with noting_signals() as received:
+        with noting_signals():
             result = dump_result(invoke(definition, job))
     except Exception as exc:
         return settle(job, definition, exc, started)
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, CancelledError
-        if received:
-            raise  # a real signal to the process (Ctrl-C, a server's sys.exit): it stops
+        if raised_by_signal(exc):
+            raise  # from a signal's handler (Ctrl-C, a server's sys.exit): the process stops
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
@@ -60,7 +60,7 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         return _unrunnable(job, reason, started)
     token = _current.set(job)
     try:
-        with noting_signals() as received:
+        with noting_signals():
             coro = definition.fn(**job_kwargs(definition, job))
             value = await _within(coro, definition.timeout, job)
             result = dump_result(value)
@@ -68,7 +68,7 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         return settle(job, definition, exc, started)
     except BaseException as exc:
         cancelled = type(exc).__name__ == "CancelledError"  # asyncio's, not imported here
-        if received or (cancelled and not stop_requested(job)):
+        if raised_by_signal(exc) or (cancelled and not stop_requested(job)):
             raise  # a real signal, or this task cancelled from outside (lease lost, shutdown)
         return settle(job, definition, exc, started)
     finally:

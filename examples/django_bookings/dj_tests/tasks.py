@@ -72,3 +72,24 @@ def exits(code: int) -> None:
 @task(max_attempts=1)
 def interrupts() -> None:
     raise KeyboardInterrupt
+
+
+@task(max_attempts=1, timeout=0.1)
+async def too_slow_async() -> None:
+    await asyncio.sleep(5)  # cancelled by its timeout: it fails with JobTimeout
+
+
+class Held:
+    """Something a failing task holds in a local variable (weak-referenceable)."""
+
+
+HELD = []
+
+
+@task(max_attempts=2, backoff=(0,))
+def holds_then_fails() -> None:
+    import weakref
+
+    big = Held()
+    HELD.append(weakref.ref(big))
+    raise PaymentDeclined("declined while holding a big local")

@@ -4,17 +4,20 @@ import asyncio
 import io
 import json
 import os
+import time
 from datetime import timedelta
 
 import pytest
 from bookings.models import Booking, SentEmail, User
 from bookings.tasks import send_booking_reminders, send_welcome_email
+from django.conf import settings
 from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
 from dj_tests import tasks
+from tickq import JobContext
 from tickq.contrib.django import TickqBackend, queue
 from tickq.contrib.django.compat import (
     InvalidTask,
@@ -330,6 +333,39 @@ def test_a_failure_reaches_djangos_log_with_its_exception(
     assert "card declined for 5" in caplog.text
 
 
+def test_a_failure_is_logged_with_the_exception_it_failed_with_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An async task cancelled by its timeout saw a CancelledError, but failed with
+    JobTimeout: Django's log line is not given the CancelledError."""
+    result = tasks.too_slow_async.enqueue()
+    with caplog.at_level("INFO"):
+        burst()
+    assert tasks.too_slow_async.get_result(result.id).errors[-1].exception_class_path == (
+        "tickq.errors.JobTimeout")  # fmt: skip
+    ours = [r for r in caplog.records if f"id={result.id} " in r.getMessage()
+            and "FAILED" in r.getMessage()]  # fmt: skip
+    assert len(ours) == 1, [r.getMessage() for r in caplog.records]
+    assert ours[0].exc_info is None or ours[0].exc_info[0] is not asyncio.CancelledError, (
+        ours[0].exc_info)  # fmt: skip
+
+
+def test_an_exception_kept_for_task_finished_keeps_no_local_variables() -> None:
+    """An attempt whose end this process never records (its lease lost, say) leaves its
+    exception kept here: the frames it ran in are cleared, so a task's big locals go."""
+    import gc
+
+    result = tasks.holds_then_fails.enqueue()
+    q = queue()
+    job = q.get_job(int(result.id))
+    definition = q.runtime.definition(job.type)
+    with pytest.raises(tasks.PaymentDeclined) as raised:
+        definition.fn(ctx=JobContext.of(job), args=[], kwargs={})
+    del raised  # the test's own reference to the exception
+    gc.collect()
+    assert tasks.HELD and tasks.HELD[-1]() is None, "the task's local is still referenced"
+
+
 def test_a_task_raising_system_exit_or_keyboard_interrupt_just_fails() -> None:
     exits = tasks.exits.enqueue(3)
     interrupts = tasks.interrupts.enqueue()
@@ -414,3 +450,25 @@ def test_conn_takes_djangos_connection_and_its_proxy() -> None:
 
 def test_settings_name_the_database() -> None:
     assert os.environ.get("BOOKINGS_DATABASE_URL", "").split(":")[0] in ("sqlite", "postgresql")
+
+
+@pytest.mark.parametrize("max_age", [0, 600, None, 0.2])
+def test_tickqs_connection_outlives_a_request_as_conn_max_age_says(max_age) -> None:
+    """As Django's own: closed after each request with CONN_MAX_AGE 0, kept for N seconds,
+    kept for good with None (this thread's connection; Django's test client runs the
+    request here)."""
+    store, client = queue().store, Client()
+    database = settings.DATABASES["default"]
+    before = database.get("CONN_MAX_AGE", 0)
+    database["CONN_MAX_AGE"] = max_age
+    try:
+        assert client.get("/api/cron/health").status_code in (200, 503)  # read: no tick yet
+        first = store._connection()
+        assert client.get("/api/cron/health").status_code in (200, 503)  # read: no tick yet
+        assert (store._connection() is first) == (max_age != 0)
+        if max_age == 0.2:
+            time.sleep(0.25)  # older than CONN_MAX_AGE now: the next request's end closes it
+            assert client.get("/api/cron/health").status_code in (200, 503)  # read: no tick yet
+            assert store._connection() is not first
+    finally:
+        database["CONN_MAX_AGE"] = before

@@ -27,8 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )  # fmt: skip
     parser.add_argument(
         "--trusted-proxy", action="append", default=[], metavar="ADDRESS",
-        help="IP address of a reverse proxy in front of the dashboard whose X-Forwarded-For "
-        "names the client (repeatable; default none: X-Forwarded-For is ignored)",
+        help="IP address or network (10.0.0.0/8) of reverse proxies in front of the dashboard "
+        "whose X-Forwarded-For names the client (repeatable; default none: X-Forwarded-For "
+        "is ignored)",
     )  # fmt: skip
     parser.add_argument(
         "--logout-everywhere", action="store_true",

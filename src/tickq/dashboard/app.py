@@ -59,9 +59,9 @@ class Dashboard:
     every process serving the dashboard shares them; logging out ends the session for
     good, ``logout_everywhere()`` ends them all. ``secret_key`` (default
     ``$TICKQ_DASHBOARD_SECRET``) salts the install's random signing key: changing it
-    invalidates every session and form. ``trusted_proxies`` lists the addresses of
-    reverse proxies whose ``X-Forwarded-For`` names the client (default none: the peer
-    address is the client the login limit counts).
+    invalidates every session and form. ``trusted_proxies`` lists the addresses or
+    networks (``10.0.0.0/8``) of reverse proxies whose ``X-Forwarded-For`` names the
+    client (default none: the peer address is the client the login limit counts).
     """
 
     def __init__(
@@ -86,8 +86,8 @@ class Dashboard:
             raise ConfigurationError(f"refresh_seconds must be >= 0, got {refresh_seconds}")
         if password:
             access.check_password(password, "password=")
-        elif (password := access.env_password()) is not None:
-            access.check_password(password, "TICKQ_DASHBOARD_PASSWORD")
+        elif auth is None and (password := access.env_password()) is not None:
+            access.check_password(password, "TICKQ_DASHBOARD_PASSWORD")  # auth=: not ours
         self.queue, self.prefix, self.read_only, self.auth = queue, prefix, read_only, auth
         self.refresh_seconds, self.expected_interval = refresh_seconds, expected_interval
         self.limiter = login_limiter or access.LoginLimiter()
@@ -109,15 +109,28 @@ class Dashboard:
             return bool(self.auth(request))
         return self.guard.session_ok(request.cookies.get(access.SESSION_COOKIE))
 
+    @property
+    def own_login(self) -> bool:
+        """Whether tickq's login form and sessions open this dashboard (not an ``auth``)."""
+        return self.auth is None and self.guard.has_password
+
     def logout_everywhere(self) -> int:
         """End every session of this dashboard (every browser must log in again); returns
         how many there were. ``tickq dashboard APP --logout-everywhere`` does the same."""
         return self.guard.close_all()
 
     def client(self, request: Request) -> str:
-        """Who the login limit counts: the peer, or what a trusted proxy says it is."""
+        """Who is asking: the peer, or what a trusted proxy says it is."""
         forwarded = request.headers.get("x-forwarded-for", "")
         return access.client_address(request.client, forwarded, self.proxies)
+
+    def counted(self, request: Request) -> str:
+        """Whom the login limit counts: a browser that logged in before, by its device
+        cookie; anyone else by address (an IPv6 client by its /64)."""
+        device = self.guard.known_device(request.cookies.get(access.DEVICE_COOKIE))
+        if device is not None:
+            return access.KNOWN_DEVICE + device
+        return access.limit_key(self.client(request))
 
     # -- requests -----------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
@@ -187,6 +200,10 @@ class Dashboard:
         if request.path == "/logout":
             return self.logout(request)
         if request.path == "/logout-everywhere":
+            if not self.own_login or self.read_only:
+                why = "read-only" if self.read_only else "opened by the host app's own login"
+                return self.page(request, "error.html", 403, message=(
+                    f"this dashboard is {why}: it cannot log anyone out everywhere"))  # fmt: skip
             return self.logout(request, everywhere=True)
         if self.read_only:
             return self.page(request, "error.html", 403, message="this dashboard is read-only")
@@ -259,7 +276,7 @@ class Dashboard:
             return self.login_form(request)
         if not self.csrf_ok(request):
             return self.login_form(request, 403, CSRF_PROBLEM)
-        client, now = self.client(request), self.limiter.clock or self.now
+        client, now = self.counted(request), self.limiter.clock or self.now
         wait = self.limiter.start(self.queue.store, client, now())
         if wait > 0:
             response = self.login_form(request, 429, "Too many failed logins: wait a minute.")
@@ -268,15 +285,20 @@ class Dashboard:
         if not self.guard.password_ok(request.form.get("password", "")):
             return self.login_form(request, 401, "Wrong password.")
         self.limiter.succeeded(self.queue.store, client)
-        return self.logged_in(request)
+        return self.logged_in(request, known=client.startswith(access.KNOWN_DEVICE))
 
-    def logged_in(self, request: Request) -> Response:
-        """A new session, and a new nonce for the next login form."""
+    def logged_in(self, request: Request, known: bool = False) -> Response:
+        """A new session, a new nonce for the next login form, and a device cookie that
+        lets this browser log in during a flood of failed logins from elsewhere."""
         response = redirect(_safe_next(request))
         session = self.guard.open_session()
         response.headers.append(
             ("Set-Cookie", self.cookie(request, access.SESSION_COOKIE, session))
         )
+        if not known:
+            device = self.guard.new_device()
+            response.headers.append(("Set-Cookie", self.cookie(
+                request, access.DEVICE_COOKIE, device, access.DEVICE_SECONDS)))  # fmt: skip
         nonce = access.new_nonce()
         request.cookies[access.CSRF_COOKIE] = nonce
         response.headers.append(("Set-Cookie", self.cookie(request, access.CSRF_COOKIE, nonce)))
@@ -334,7 +356,7 @@ class Dashboard:
             template, url=request.url, base=request.base, path=request.path,
             query=request.query, read_only=self.read_only,
             csrf=self.csrf(request, template) if forms else "",
-            can_logout=self.auth is None and self.guard.has_password,
+            can_logout=self.own_login,
             refresh=self.refresh_seconds, status=status, nav=context.pop("nav", ""),
             **context,
         )  # fmt: skip

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ..store import SqlStore
 
 SESSION_COOKIE = "tickq_session"
+DEVICE_COOKIE = "tickq_device"
+DEVICE_SECONDS = 400 * 86400  # the longest a browser keeps a cookie
 CSRF_COOKIE = "tickq_csrf"
 CSRF_FIELD = "csrf_token"
 SESSION_SECONDS = 12 * 3600
@@ -44,29 +46,73 @@ def check_password(password: str, source: str) -> None:
         )
 
 
-def check_proxies(proxies: Sequence[str]) -> frozenset[str]:
-    """The addresses of ``trusted_proxies`` as a set, each checked to be an IP address."""
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+KNOWN_DEVICE = "device:"
+"""How the login limit's count names a browser that logged in before (its device cookie)."""
+
+
+def check_proxies(proxies: Sequence[str]) -> tuple[Network, ...]:
+    """The addresses or networks (``10.0.0.0/8``) of ``trusted_proxies``, each checked."""
     if isinstance(proxies, str):
         proxies = [proxies]
-    for address in proxies:
+    networks = []
+    for text in proxies:
         try:
-            ipaddress.ip_address(address)
+            network = ipaddress.ip_network(str(text).strip())
         except ValueError:
             raise ConfigurationError(
-                f"trusted_proxies must be IP addresses of your reverse proxies, got {address!r}"
+                "trusted_proxies must be IP addresses or networks of your reverse proxies "
+                f"(like 10.0.0.5 or 10.0.0.0/8), got {text!r}"
             ) from None
-    return frozenset(proxies)
+        networks.append(_unmapped(network))
+    return tuple(networks)
 
 
-def client_address(peer: str, forwarded_for: str, trusted: frozenset[str]) -> str:
+def _unmapped(network: Network) -> Network:
+    """An IPv4-mapped IPv6 network as the IPv4 one: ``::ffff:10.0.0.0/104`` is 10.0.0.0/8."""
+    if isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96:
+        mapped = network.network_address.ipv4_mapped
+        if mapped is not None:
+            return ipaddress.IPv4Network((mapped, network.prefixlen - 96))
+    return network
+
+
+def ip_of(text: str) -> Address | None:
+    """``text`` as an IP address, an IPv4-mapped IPv6 one (``::ffff:1.2.3.4``) as the IPv4
+    address it is; None if it is no address."""
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def client_address(peer: str, forwarded_for: str, trusted: Sequence[Network]) -> str:
     """Who is asking: the peer, unless it is a trusted proxy; then the nearest address in
     ``X-Forwarded-For`` that is not one (addresses further left are the client's say)."""
-    if peer not in trusted:
-        return peer
-    for hop in reversed([h.strip() for h in forwarded_for.split(",") if h.strip()]):
-        if hop not in trusted:
-            return hop
-    return peer
+
+    def is_trusted(text: str) -> bool:
+        address = ip_of(text)
+        return address is not None and any(address in network for network in trusted)
+
+    chosen = peer
+    if is_trusted(peer):
+        hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+        chosen = next((hop for hop in reversed(hops) if not is_trusted(hop)), peer)
+    address = ip_of(chosen)
+    return str(address) if address is not None else chosen[:100]
+
+
+def limit_key(address: str) -> str:
+    """What the login limit counts for a client address: an IPv4 address as it is, an IPv6
+    one as its /64 (one subscriber holds a whole /64, and may use any address in it)."""
+    ip = ip_of(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip) if ip is not None else address[:100]
 
 
 def sign(key: bytes, text: str) -> str:
@@ -162,6 +208,24 @@ class Access:
     def close_all(self) -> int:
         return self.store.close_dashboard_sessions()
 
+    # -- known devices --------------------------------------------------------------------
+    def new_device(self) -> str:
+        """A cookie value naming a browser that logged in: a random id signed for the
+        password it logged in with (a new password, or a new secret, forgets every one)."""
+        device = secrets.token_hex(16)
+        return f"{device}.{sign(self.key(), self._device_text(device))}"
+
+    def known_device(self, value: str | None) -> str | None:
+        """The id of the device cookie ``value`` if this dashboard issued it, else None."""
+        device, _, mac = (value or "").partition(".")
+        if len(device) != 32 or not good_nonce(device):
+            return None
+        self.key()
+        return device if same(mac, sign(self.key(), self._device_text(device))) else None
+
+    def _device_text(self, device: str) -> str:
+        return f"device:{self._tag}:{device}"
+
     # -- CSRF ---------------------------------------------------------------------------
     def login_token(self, nonce: str) -> str:
         """The login form's token: bound to the browser's nonce cookie, not the password."""
@@ -187,11 +251,15 @@ def _slow_hash(password: str, salt: bytes) -> bytes:
 class LoginLimiter:
     """At most ``per_client`` failed logins per client per ``window`` seconds, counted in
     the database so every process serving the dashboard shares the count; a successful
-    login clears the client's count.
+    login clears the client's count. A client is an IPv4 address, an IPv6 /64, or a
+    browser that logged in before (its signed device cookie, whatever its address).
 
-    Past ``overall`` attempts in a window (a flood), a client that already failed in it
-    must wait too, but a client that has not failed may still try: a flood never locks
-    the right password out. ``clock`` (epoch seconds) defaults to the queue's clock.
+    Past ``overall`` attempts in a window from clients not known (a flood), a client that
+    already failed in the window must wait, and the ones that have not share a budget of
+    ``overall`` more attempts, after which they wait too; a known browser is never held up
+    by the flood, so the flood cannot lock out the people who use the dashboard. At most
+    ``2 * overall`` passwords from unknown clients are checked per window, whatever number
+    of addresses they come from. ``clock`` (epoch seconds) defaults to the queue's clock.
     """
 
     def __init__(
@@ -207,14 +275,29 @@ class LoginLimiter:
         self.per_client, self.overall, self.window, self.clock = per_client, overall, window, clock
 
     def start(self, store: SqlStore, client: str, now: float) -> float:
-        """Record an attempt of ``client`` about to be checked; the seconds it must wait
-        first (then nothing is recorded), or 0. A failed attempt stays counted."""
+        """Record an attempt of ``client`` (a ``limit_key``, or ``KNOWN_DEVICE`` and the
+        device's id) about to be checked; the seconds it must wait first (then nothing is
+        written), or 0. A failed attempt stays counted."""
+        since = now - self.window
+        mine, oldest, everyone = store.login_counts(client, since)  # a refusal writes nothing
+        if wait := self._wait(client, mine + 1, everyone + 1, oldest, now):
+            return wait
         attempt = secrets.token_hex(16)
-        mine, oldest, everyone = store.start_login(attempt, client, now, now - self.window)
-        if mine > self.per_client or (everyone > self.overall and mine > 1):
+        mine, oldest, everyone = store.start_login(attempt, client, now, since)
+        if wait := self._wait(client, mine, everyone, oldest, now):  # others came at once
             store.forget_login(attempt)
-            return max(oldest + self.window - now, 1.0)
-        return 0.0
+        return wait
+
+    def _wait(
+        self, client: str, mine: int, everyone: int, oldest: float | None, now: float
+    ) -> float:
+        """The seconds ``client`` must wait, counts including its attempt at hand (0: none)."""
+        refused = mine > self.per_client
+        if not client.startswith(KNOWN_DEVICE) and everyone > self.overall:
+            refused = refused or mine > 1 or everyone > 2 * self.overall
+        if not refused:
+            return 0.0
+        return max((oldest if oldest is not None else now) + self.window - now, 1.0)
 
     def succeeded(self, store: SqlStore, client: str) -> None:
         store.clear_logins(client)

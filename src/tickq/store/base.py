@@ -78,19 +78,31 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         results = self._query_many([("insert", self._insert_params(j, now)) for j in jobs])
         return [self._existing_or_new(j, rows) for j, rows in zip(jobs, results, strict=True)]
 
+    def insert_one(self, job: NewJob) -> tuple[int, bool]:
+        """Insert ``job`` on tickq's own connection: its id and True, or, when its unique
+        key clashes, the existing job's id and False."""
+        rows = self._query("insert", **self._insert_params(job, self._now()))
+        job_id, new = self._inserted_or_found(job, rows)
+        if new:
+            self._announce([job])
+        return job_id, new
+
     def _existing_or_new(self, job: NewJob, rows: Rows) -> int:
+        return self._inserted_or_found(job, rows)[0]
+
+    def _inserted_or_found(self, job: NewJob, rows: Rows) -> tuple[int, bool]:
         if rows:
-            return int(rows[0][0])
+            return int(rows[0][0]), True
         for _ in range(5):
             found = self._query(
                 "find_unique", unique_key=job.unique_key, unique_scope=job.unique_scope
             )
             if found:
-                return int(found[0][0])
+                return int(found[0][0]), False
             # The clashing job finished between our insert and the look-up: insert again.
             again = self._query("insert", **self._insert_params(job))
             if again:
-                return int(again[0][0])
+                return int(again[0][0]), True
         raise RuntimeError(f"could not insert or find the job with unique_key {job.unique_key!r}")
 
     # -- claim and record ---------------------------------------------------------------

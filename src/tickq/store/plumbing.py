@@ -9,6 +9,7 @@ import threading
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from json import loads
+from time import monotonic
 
 from ..clock import SystemClock
 from ..job import Job, JobState, NewJob
@@ -98,7 +99,15 @@ class Plumbing:
         if conn is None or local.pid != os.getpid():
             with self._errors():
                 local.conn, local.pid = self._connect(), os.getpid()
+            local.opened = monotonic()
         return local.conn
+
+    def connection_age(self) -> float | None:
+        """Seconds since this thread's connection was opened; None when it has none."""
+        local = self._local
+        if getattr(local, "conn", None) is None or local.pid != os.getpid():
+            return None
+        return monotonic() - float(local.opened)
 
     def drop_connection(self) -> None:
         """Close this thread's connection; the next call opens a new one."""

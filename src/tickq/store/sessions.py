@@ -35,19 +35,24 @@ class SessionQueries(Plumbing):
         """End every dashboard session; returns how many there were."""
         return len(self._query("dashboard_sessions_close"))
 
+    def login_counts(self, client: str, since: float) -> tuple[int, float | None, int]:
+        """Read only: ``client``'s attempts since ``since``, when the oldest of them was
+        made (None: none), and the attempts of every client not known by a device cookie."""
+        mine, oldest, everyone = self._query("dashboard_login_counts", client=client,
+                                             since=since)[0]  # fmt: skip
+        return int(mine), (float(oldest) if oldest is not None else None), int(everyone)
+
     def start_login(
         self, id_: str, client: str, now: float, since: float
-    ) -> tuple[int, float, int]:
+    ) -> tuple[int, float | None, int]:
         """Record login attempt ``id_`` of ``client`` (forgetting attempts older than
-        ``since``), then count the attempts since: ``client``'s own (this one included),
-        when the oldest of those was made, and everyone's."""
+        ``since``), then count as ``login_counts`` does, this attempt included."""
         params = {"id": id_, "client": client, "now": now, "since": since}
         self._query_many([("dashboard_logins_old", params), ("dashboard_login_start", params)])
         # Counted after the attempt is committed, never in its transaction: of attempts
         # made at once, the last to count sees all the others, so they can't all slip
         # under the limit unseen (Postgres hides rows of transactions not yet committed).
-        mine, oldest, everyone = self._query("dashboard_login_counts", **params)[0]
-        return int(mine), float(oldest if oldest is not None else now), int(everyone)
+        return self.login_counts(client, since)
 
     def forget_login(self, id_: str) -> None:
         """Forget one attempt (it was refused before its password was checked)."""

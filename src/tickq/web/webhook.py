@@ -76,30 +76,45 @@ class Receiver:
                         refused.message)  # fmt: skip
             return error(refused.status, refused.message)
         try:
-            job_id = self.runtime.insert([job])[0]
+            job_id, new = self.runtime.store.insert_one(job)
         except Exception as exc:
             log.error("tickq webhook %s: the event was not stored: %s", request.path,
                       type(exc).__name__, exc_info=exc)  # fmt: skip
             return error(503, NOT_STORED, [("retry-after", str(RETRY_AFTER_SECONDS))])
-        self.compare_with_stored(job_id, sent)
+        if not new:  # a known event: read the stored one back only then
+            self.compare_with_stored(job_id, sent)
         return json_response(200, {"received": True, "job_id": job_id})
 
     def compare_with_stored(self, job_id: int, sent: Mapping[str, Any]) -> None:
-        """Log at WARNING when the job stored under this event id holds another body: a
-        sender reusing an id, or one whose signing secret is known to someone else."""
+        """For an event id already stored: log at WARNING when the stored job holds another
+        body (a sender reusing an id, or one whose signing secret is known to someone
+        else), at INFO when the same body came under another unsigned delivery id (the
+        provider delivering again, or a captured request replayed)."""
         try:
             stored = self.runtime.store.get(job_id)
         except Exception as exc:  # the event is stored: the answer stays 200
             log.warning("tickq webhook %s: job %s stored, but reading it back to compare "
                         "bodies failed: %s", sent["path"], job_id, type(exc).__name__)  # fmt: skip
             return
-        first = (stored.meta.get("webhook") or {}).get("body_sha256") if stored else None
-        if first is not None and first != sent["body_sha256"]:
+        first = (stored.meta.get("webhook") or {}) if stored else {}
+        if first.get("body_sha256") not in (None, sent["body_sha256"]):
             log.warning(
                 "tickq webhook %s: event %r was delivered again with a different body "
                 "(this delivery's sha256 %s; job %s was stored with sha256 %s): the stored "
                 "job is kept and this delivery is not run",
-                sent["path"], sent["event_id"], sent["body_sha256"], job_id, first,
+                sent["path"], sent["event_id"], sent["body_sha256"], job_id,
+                first["body_sha256"],
+            )  # fmt: skip
+            return
+        name = self.definition.verifier.delivery_header
+        was = (first.get("unsigned_headers") or {}).get(name) if name else None
+        now = sent["unsigned_headers"].get(name) if name else None
+        if was != now:
+            log.info(
+                "tickq webhook %s: event %r (job %s) arrived again under %s %r (stored "
+                "under %r), same body: acknowledged, not run (the provider redelivering, "
+                "or a captured request replayed)",
+                sent["path"], sent["event_id"], job_id, name, now, was,
             )  # fmt: skip
 
     def new_job(self, headers: dict[str, str], body: bytes) -> tuple[Any, dict[str, Any]]:

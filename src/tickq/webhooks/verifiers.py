@@ -55,6 +55,9 @@ class Verifier:
 
     signature_headers: tuple[str, ...] = ()
     signed_headers: tuple[str, ...] = ()
+    delivery_header: str | None = None
+    """A header naming each delivery that the signature does not cover (GitHub's
+    ``X-GitHub-Delivery``): a known event under a new one is logged at INFO."""
 
     def __init__(self, secret: Secrets) -> None:
         self._secrets = secrets_of(type(self).__name__, secret)
@@ -259,6 +262,7 @@ class GitHub(Verifier):
     """
 
     signature_headers = ("x-hub-signature-256", "x-hub-signature")
+    delivery_header = "x-github-delivery"
 
     def check(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
         value = header(headers, "x-hub-signature-256", "X-Hub-Signature-256")
@@ -308,7 +312,7 @@ class HMAC(Verifier):
         self.header, self.algorithm, self.encoding = header.lower(), algorithm, encoding
         self.prefix, self.id_field = prefix, id_field
         self.id_header = id_header.lower() if id_header else None
-        self.signature_headers = (self.header,)
+        self.signature_headers, self.delivery_header = (self.header,), self.id_header
 
     def check(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
         value = header(headers, self.header, self.header).strip()

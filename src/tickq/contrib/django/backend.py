@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -60,6 +61,7 @@ class TickqBackend(BaseTaskBackend):
         # Django makes a backend per thread (and per async context): what tasks and
         # schedules the alias has, and its Queue, are the process's, shared by all of them.
         self._shared = _shared(alias)
+        self._shared.database = self.database
 
     # -- the tickq Queue behind it ------------------------------------------------------
     @property
@@ -90,26 +92,26 @@ class TickqBackend(BaseTaskBackend):
         from .run import retried
 
         q = Queue(url)
-        q.runtime.finish_hooks.append(self._finished)
-        q.runtime.retry_hooks.append(retried)
+        q.runtime.finish_hooks.append(functools.partial(self._finished, q))
+        q.runtime.retry_hooks.append(functools.partial(retried, q))
         for task in self._shared.tasks.values():
             self._define(q, task)
         for name, args, options in self._shared.schedules:
             q.schedule(*args, name=name, **options)(_job_function(q, name))
         return q
 
-    def _finished(self, job: Job) -> None:
+    def _finished(self, q: Queue, job: Job) -> None:
         if job.type in self._shared.tasks:
             from .run import finished
 
-            finished(self, job.id)
+            finished(self, q, job)
 
     def _define(self, q: Queue, task: TickqTask) -> None:
         from .run import runner
 
         q.job(name=task.module_path, max_attempts=task.max_attempts or 4,
               backoff=task.backoff, timeout=task.timeout,
-              max_snooze=task.max_snooze)(runner(self, task))  # fmt: skip
+              max_snooze=task.max_snooze)(runner(self, task, q))  # fmt: skip
 
     def add_schedule(self, task: TickqTask, args: tuple[Any, ...], options: dict[str, Any]) -> None:
         with self._shared.lock:
@@ -205,6 +207,7 @@ class _Shared:
         default_factory=list
     )
     queue: Queue | None = None
+    database: str = "default"
     views: dict[str, tuple[Queue, Any]] = dataclasses.field(default_factory=dict)
     lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
 
@@ -219,20 +222,34 @@ def _shared(alias: str) -> _Shared:
 
 
 def let_go(**signal: Any) -> None:
-    """Close this thread's tickq connections (the next call opens one again), as Django
-    closes its own: after each request (``request_finished``), and when Django connects to
-    no database (``connection_created`` with no database: it creates or drops one, as
-    its test runner does at the end) — a connection left open there would keep
-    ``DROP DATABASE`` from running ("N other sessions are using the database")."""
+    """Close this thread's tickq connections (the next call opens one again) where Django
+    closes its own: after a request (``request_finished``), when the database's
+    ``CONN_MAX_AGE`` says so (0, the default: after every request; N seconds: once the
+    connection is that old; None: never), and always when Django connects to no database
+    (``connection_created`` with no database: it creates or drops one, as its test runner
+    does at the end) — a connection left open there would keep ``DROP DATABASE`` from
+    running ("N other sessions are using the database")."""
     from django.db.backends.base.base import NO_DB_ALIAS
 
     connection = signal.get("connection")
     if connection is not None and connection.alias != NO_DB_ALIAS:
         return
     with _SHARED_LOCK:
-        queues = [shared.queue for shared in _SHARED.values() if shared.queue is not None]
-    for q in queues:
-        q.store.drop_connection()
+        held = [(s.database, s.queue) for s in _SHARED.values() if s.queue is not None]
+    for database, q in held:
+        if connection is not None or _too_old(q, database):
+            q.store.drop_connection()
+
+
+def _too_old(q: Queue, database: str) -> bool:
+    """Whether ``CONN_MAX_AGE`` of Django's ``database`` ends tickq's connection to it now."""
+    from django.conf import settings
+
+    max_age = settings.DATABASES.get(database, {}).get("CONN_MAX_AGE", 0)
+    if max_age is None:
+        return False  # persistent, as Django's own
+    age = q.store.connection_age()
+    return age is not None and age >= max_age
 
 
 def _job_id(result_id: Any) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import traceback
 from typing import TYPE_CHECKING, Any
 
 from ...context import JobContext
@@ -13,14 +14,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ...job import Job
+    from ...queue import Queue
     from .compat import BaseTaskBackend as TickqBackend
     from .compat import Task as TickqTask
 
 
-def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
-    """A job function taking ``args``/``kwargs`` (none for scheduled runs) that calls the
-    task, passing Django's ``TaskContext`` first when the task ``takes_context``; its
-    JSON-normalised return value becomes the job's result (``return_value``)."""
+def runner(backend: TickqBackend, task: TickqTask, q: Queue) -> Callable[..., Any]:
+    """A job function of ``q`` taking ``args``/``kwargs`` (none for scheduled runs) that
+    calls the task, passing Django's ``TaskContext`` first when the task ``takes_context``;
+    its JSON-normalised return value becomes the job's result (``return_value``)."""
     from inspect import iscoroutinefunction
 
     def arguments(args: list[Any] | None, kwargs: dict[str, Any] | None,
@@ -41,7 +43,7 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
             except Snooze:
                 raise
             except BaseException as exc:
-                _keep(ctx.id, exc)
+                _keep((q.url, ctx.id), ctx.attempt, exc)
                 raise
 
         run_async.__name__ = task.name
@@ -58,7 +60,7 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
         except Snooze:
             raise
         except BaseException as exc:
-            _keep(ctx.id, exc)
+            _keep((q.url, ctx.id), ctx.attempt, exc)
             raise
         finally:
             close_old_connections()
@@ -67,42 +69,60 @@ def runner(backend: TickqBackend, task: TickqTask) -> Callable[..., Any]:
     return run
 
 
-_raised: dict[int, BaseException] = {}
-"""The exception each task's last attempt in this process raised, by job id, until its end
-(or its retry) is recorded; at most ``_KEPT`` (an attempt whose end another process
-recorded, after a lost lease, is forgotten oldest first)."""
+Key = tuple[str, int]
+"""A job of one database: the URL of the Queue that runs it, and its id."""
+
+_raised: dict[Key, tuple[int, BaseException]] = {}
+"""The exception each task's last attempt in this process raised, with the attempt's
+number, until its end (or its retry) is recorded; at most ``_KEPT`` (an attempt whose end
+another process recorded, after a lost lease, is forgotten oldest first). The frames of
+their tracebacks are cleared: what is kept is the class, the message and the lines, not
+the task's local variables."""
 _raised_lock = threading.Lock()
 _KEPT = 1000
 
 
-def _keep(job_id: int, exc: BaseException) -> None:
+def _keep(key: Key, attempt: int, exc: BaseException) -> None:
+    traceback.clear_frames(exc.__traceback__)  # frames still running are left alone
     with _raised_lock:
-        _raised.pop(job_id, None)
-        _raised[job_id] = exc
+        _raised.pop(key, None)
+        _raised[key] = (attempt, exc)
         while len(_raised) > _KEPT:
             del _raised[next(iter(_raised))]
 
 
-def forget(job_id: int) -> BaseException | None:
-    """The exception job ``job_id`` raised here, forgotten (its attempt is recorded)."""
+def forget(key: Key, job: Job | None = None) -> BaseException | None:
+    """The exception the job raised here, forgotten (its attempt is recorded). Given the
+    recorded ``job``, only if it is what that job's last attempt failed with: not one of
+    an earlier attempt, nor an exception the attempt raised before it failed otherwise
+    (an async task cancelled by its timeout fails with ``JobTimeout``)."""
     with _raised_lock:
-        return _raised.pop(job_id, None)
+        found = _raised.pop(key, None)
+    if found is None:
+        return None
+    attempt, exc = found
+    if job is not None:
+        failed_with = (job.last_error or "").startswith(f"{type(exc).__name__}:")
+        if attempt != job.attempts or not failed_with:
+            return None
+    traceback.clear_frames(exc.__traceback__)  # the frames that ran the attempt, done now
+    return exc
 
 
-def retried(job: Job) -> None:
-    """A retry hook: the attempt is recorded, its exception no longer needed."""
-    forget(job.id)
+def retried(q: Queue, job: Job) -> None:
+    """A retry hook of ``q``: the attempt is recorded, its exception no longer needed."""
+    forget((q.url, job.id))
 
 
-def finished(backend: TickqBackend, job_id: int) -> None:
+def finished(backend: TickqBackend, q: Queue, job: Job) -> None:
     """Django's ``task_finished``, once the task's end (successful, failed or cancelled) is
     recorded, so the ``task_result`` sent reads as it will stay. A failure's signal is sent
     while its exception is being handled: Django's own receiver logs it with
     ``logger.exception``, and error trackers reading ``sys.exc_info()`` see it."""
-    raised = forget(job_id)
+    raised = forget((q.url, job.id), job)
     if not task_finished.receivers:
         return
-    result = backend.get_result(str(job_id))
+    result = backend.get_result(str(job.id))
     if raised is None or result.status != TaskResultStatus.FAILED:
         task_finished.send(type(backend), task_result=result)
         return

@@ -114,10 +114,11 @@ DELETE FROM tickq_dashboard_logins WHERE at <= :since
 INSERT INTO tickq_dashboard_logins (id, client, at) VALUES (:id, :client, :now)
 
 -- name: dashboard_login_counts
--- This client's attempts in the window (its own new one included), the oldest of them,
--- and everyone's.
+-- This client's attempts in the window, the oldest of them, and those of every client
+-- not known by a device cookie (those are counted as 'device:' and the device's id).
 SELECT count(*), min(at),
-       (SELECT count(*) FROM tickq_dashboard_logins WHERE at > :since)
+       (SELECT count(*) FROM tickq_dashboard_logins
+        WHERE at > :since AND client NOT LIKE 'device:%')
 FROM tickq_dashboard_logins WHERE client = :client AND at > :since
 
 -- name: dashboard_login_forget
