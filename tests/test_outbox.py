@@ -70,7 +70,6 @@ def test_an_http_tick_keeps_a_finished_job_through_an_outage_longer_than_the_lea
             assert answer.status_code == 503, answer.text
             assert answer.headers.get("retry-after"), answer.headers
             assert took < 5.0, took  # the request ended before the database came back
-            assert q.runtime.held_outcomes() == 1
             back.join(timeout=60)
             # Back: ticks as a scheduler would send them, each rescuing what it may.
             summaries = []
@@ -225,4 +224,76 @@ def test_close_records_what_it_can(proxied: tuple[TcpProxy, str]) -> None:
     proxy.restore()
     q.close()
     assert _done(q, job_id) and q.runtime.held_outcomes() == 0
+    q.close()
+
+
+EXITS_HOLDING = """
+import logging, sys
+from tcpproxy import TcpProxy
+from tickq import Queue
+from tickq.cycle import run_cycle
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+url, port = sys.argv[1], int(sys.argv[2])
+proxy = TcpProxy(port)
+q = Queue(url.replace("@127.0.0.1:%d/" % port, "@127.0.0.1:%d/" % proxy.port))
+
+@q.job()
+def cut_off() -> None:
+    proxy.cut()
+
+job_id = cut_off.enqueue()
+print(job_id, run_cycle(q.runtime, patience=0.01)["held"], flush=True)
+"""  # a script that ends without q.close(), its outcome held
+
+
+@pytest.mark.timeout(60)
+def test_a_process_that_exits_holding_an_outcome_names_the_job(
+    pg_schema_url: str, tmp_path: object
+) -> None:
+    import subprocess
+    import sys
+
+    from conftest import tickq_env
+
+    Queue(pg_schema_url).migrate()
+    port = urlsplit(pg_schema_url).port or 5432
+    done = subprocess.run([sys.executable, "-c", EXITS_HOLDING, pg_schema_url, str(port)],
+                          capture_output=True, text=True, timeout=60, env=tickq_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    job_id, held = done.stdout.split()
+    assert held == "1", done.stdout
+    assert f"jobs [{job_id}] stay running until their lease runs out" in done.stderr, done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_concurrent_ticks_record_a_held_outcome_once(
+    proxied: tuple[TcpProxy, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Threads of a threaded server tick at once while the outbox's thread sends too: the
+    outcome is recorded once (a second send would find it stale and note it late)."""
+    from tickq.cycle import outbox_of, run_cycle
+
+    proxy, url = proxied
+    q = Queue(url, lease_seconds=LEASE)
+    job_id = _cutting_job(q, proxy)
+    assert run_cycle(q.runtime, patience=0.1)["held"] == 1
+    assert outbox_of(q.runtime).background  # its thread sends after ~0.25 s
+    proxy.restore()
+    results: list[object] = []
+
+    def tick() -> None:
+        results.append(q.tick()["jobs"]["held"])
+
+    with caplog.at_level(logging.INFO, logger="tickq"):
+        threads = [threading.Thread(target=tick) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert results == [0] * 6, results
+    assert "recorded late" not in caplog.text
+    assert [a.outcome for a in q.attempts(job_id)] == ["done"]
+    recorded = [r for r in caplog.records if getattr(r, "event", "") == "held_outcomes_recorded"]
+    assert len(recorded) == 1, caplog.text
     q.close()

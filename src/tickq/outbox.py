@@ -11,6 +11,7 @@ over meanwhile changes nothing, and its run's history row says it came late.
 
 from __future__ import annotations
 
+import os
 import threading
 from time import monotonic
 
@@ -63,7 +64,9 @@ class Outbox:
         self._sending = threading.Lock()  # one send at a time: never the same outcome twice
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._trouble = Trouble("database (held outcomes)")
+        self._trouble = Trouble("database (held outcomes)", quiet_first=True)
+        self._pid = os.getpid()  # a forked child's copy is not the one holding them
+        self._at_exit = False
 
     def keep(
         self, outcomes: Sequence[Outcome], started: Sequence[Job] = (), waited: float = 0.0
@@ -74,6 +77,11 @@ class Outbox:
         held = Held(self.owner(), list(outcomes), list(started), waited, self.clock())
         with self._lock:
             self._held.append(held)
+            if not self._at_exit:  # a script that ends without close(): not silently
+                import atexit
+
+                atexit.register(self.close)
+                self._at_exit = True
             if self.background and self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="tickq-outbox",
                                                 daemon=True)  # fmt: skip
@@ -131,7 +139,10 @@ class Outbox:
 
     def close(self) -> None:
         """Try once more; outcomes still unrecorded are dropped with a WARNING naming their
-        jobs (they run again after their lease: the process gives them up)."""
+        jobs (they run again after their lease: the process gives them up). Also run at
+        the interpreter's exit while outcomes are held."""
+        if os.getpid() != self._pid:
+            return
         with self._lock:
             self._thread, thread = None, self._thread
             if not self._held and thread is None:
