@@ -94,7 +94,7 @@ def run_cycle(
             jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues, not want,
                                     patience=patience, outbox=outbox)[1]  # fmt: skip
         finally:
-            keeper.drop([job for job in held if not outbox.holds(job)])  # its to drop
+            keeper.drop([job for job in held if not outbox.holds(job)])  # the outbox drops its own
     report["held"] = outbox.count()
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report
