@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from time import monotonic, sleep
 
-from .errors import DatabaseUnavailable, TickqError
 from .execute import execute
 from .logger import INFO, WARNING, held_lines, log
-from .store import RECORDED_FIELDS
+from .outbox import Outbox
+from .store import RECORDED_FIELDS, Recorded
+from .trouble import worth_retrying as _worth_retrying
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from .job import Job
     from .lease import LeaseKeeper
     from .runtime import Runtime
-    from .store import Outcome, Recorded
+    from .store import Outcome
 
 
 RECORD_RETRIES = (0.2, 0.5, 1.0, 2.0)
@@ -31,7 +32,8 @@ database answers): a finished job left ``running`` would run again once its leas
 and somebody rescued it, as if it had crashed."""
 TICK_PATIENCE = 0.5
 """A tick (an HTTP request) keeps retrying a finished job's outcome for this fraction of
-the lease, then must end: the job stays ``running`` and runs again after its lease."""
+the lease, then must end: the outcome goes to the process's ``Outbox``, which keeps the
+job's lease and records it once the database answers (or the next tick does, first)."""
 CALL_PATIENCE = 2.0
 """``process_jobs`` keeps retrying for this many leases, and at least ``CALL_FLOOR``
 seconds (a restart or failover is over well within two minutes, the default 60 s lease's
@@ -62,7 +64,10 @@ def run_cycle(
     recorded in the round trip that claims the next job. So a process killed mid-cycle
     holds at most the job it was running: jobs it never started are still pending with no
     attempt spent, and none it finished runs again. An outcome the database can't take
-    (down, read-only) is sent again for ``patience`` leases before the cycle gives up.
+    (down, read-only) is sent again for ``patience`` leases; then the cycle returns and
+    the process's outbox keeps it (the report's ``held``: outcomes waiting for the
+    database), recording it as soon as the database answers. Outcomes held from an
+    earlier call are recorded first of all, before any rescue.
     """
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
@@ -71,9 +76,10 @@ def run_cycle(
     started = monotonic()
     deadline = runtime.monotonic() + time_budget if time_budget else None
     report = new_report()
+    runtime.flush_outbox()  # before any rescue: they are this process's, finished
     runtime.declare_limits()
     rescue(runtime, report)
-    keeper = runtime.lease_keeper
+    keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     jobs = _claim(runtime, 1, queues, report) if limit else []
     while jobs:
         held = jobs
@@ -86,9 +92,10 @@ def run_cycle(
             # Each job's outcome is committed before the next job starts; only the last
             # commit needs to survive a power loss (it takes the earlier ones with it).
             jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues, not want,
-                                    patience=patience)[1]  # fmt: skip
+                                    patience=patience, outbox=outbox)[1]  # fmt: skip
         finally:
-            keeper.drop(held)
+            keeper.drop([job for job in held if not outbox.holds(job)])  # the outbox drops its own
+    report["held"] = outbox.count()
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report
 
@@ -156,14 +163,17 @@ def record_and_claim(
     *,
     patience: float = TICK_PATIENCE,
     held_for: float = 0.0,
+    outbox: Outbox | None = None,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs (and ``ahead`` more, claimed ahead)
     in the same round trip, which first records that the ``started`` jobs started.
 
     On a database error the outcomes alone are sent again for ``patience`` leases (then the
-    error is raised, none recorded). ``held_for``: seconds these outcomes already waited
-    for the database (the worker keeps them across its own retries). An outcome that waited
-    and comes back stale was taken over meanwhile: its run's history row says so."""
+    error is raised, none recorded, unless an ``outbox`` takes them: then they are held
+    there, none is tallied, and no job is claimed). ``held_for``: seconds these outcomes
+    already waited for the database (the worker keeps them across its own retries). An
+    outcome that waited and comes back stale was taken over meanwhile: its run's history
+    row says so."""
     keeper.finished(o.job for o in outcomes)
     lost = keeper.lost()
     applied, stale = outcomes, []
@@ -179,7 +189,14 @@ def record_and_claim(
         if not (applied and patience) or not _worth_retrying(exc):
             raise
         began = monotonic()
-        recorded = _record_again(runtime, applied, started, exc, patience)
+        try:
+            recorded = _record_again(runtime, applied, started, exc, patience, outbox)
+        except Exception as again:
+            if outbox is None or not _worth_retrying(again):
+                raise
+            outbox.keep(applied, started, held_for + monotonic() - began)
+            recorded, kept = Recorded(), {id(o) for o in applied}
+            outcomes = [o for o in outcomes if id(o) not in kept]
         jobs, held_for = [], held_for + monotonic() - began
     if held_for >= LATE_AFTER and (recorded.stale or stale):
         taken = {j.id for j in recorded.stale} | lost
@@ -213,8 +230,18 @@ def _note_late(runtime: Runtime, late: list[Outcome], held: float) -> None:
                            "outage_s": round(held, 1)})  # fmt: skip
 
 
-def _worth_retrying(exc: Exception) -> bool:
-    return isinstance(exc, DatabaseUnavailable) or not isinstance(exc, TickqError)
+def outbox_of(runtime: Runtime) -> Outbox:
+    """The process's outbox: outcomes it records are tallied (logged, hooks run) as a
+    cycle's are, and those found taken over meanwhile get their late note."""
+
+    def settle(outcomes: list[Outcome], recorded: Recorded, waited: float) -> None:
+        if waited >= LATE_AFTER and recorded.stale:
+            taken = {j.id for j in recorded.stale}
+            _note_late(runtime, [o for o in outcomes if o.job.id in taken], waited)
+        tally(runtime, outcomes, recorded, new_report())
+
+    return runtime.outbox(lambda: Outbox(runtime.store, lambda: runtime.owner,
+                                         runtime.lease_keeper, settle))  # fmt: skip
 
 
 def _record_again(
@@ -223,6 +250,7 @@ def _record_again(
     started: Sequence[Job],
     exc: Exception,
     patience: float = TICK_PATIENCE,
+    outbox: Outbox | None = None,
 ) -> Recorded:
     """Send the outcomes again (without the claim): each is fenced by status, attempt and
     owner, so one that did reach the database counts as stale, never twice."""
@@ -244,9 +272,10 @@ def _record_again(
             if not _worth_retrying(again):
                 raise
             exc = again
-    log.warning("tickq gave up recording %d finished job(s) after %.0fs (%s): they stay "
-                "running until their lease runs out, then run again", len(applied),
-                monotonic() - began, exc, extra={"event": "record_given_up"})  # fmt: skip
+    if outbox is None:
+        log.warning("tickq gave up recording %d finished job(s) after %.0fs (%s): they stay "
+                    "running until their lease runs out, then run again", len(applied),
+                    monotonic() - began, exc, extra={"event": "record_given_up"})  # fmt: skip
     raise exc
 
 

@@ -275,8 +275,9 @@ class Queue(Enqueueing, Inspection, WebFactories):
         ``cancelled``, ``rescued`` (jobs recovered from dead workers),
         ``stale`` (finished after losing their lease; not recorded), ``released``,
         ``refunded`` (jobs a dead worker had claimed ahead and never started: back to
-        pending, the attempt given back) and ``duration_ms``. With ``time_budget``
-        (seconds) no job is started once it is spent.
+        pending, the attempt given back), ``held`` (finished outcomes the database could
+        not take in time, kept by this process and recorded once it answers) and
+        ``duration_ms``. With ``time_budget`` (seconds) no job is started once it is spent.
         """
         from .cycle import run_cycle
 
@@ -327,7 +328,9 @@ class Queue(Enqueueing, Inspection, WebFactories):
 
     def close(self) -> None:
         """Close this thread's database connection. The Queue stays usable: the next call
-        connects again, and leases of jobs still running elsewhere keep being renewed."""
+        connects again, and leases of jobs still running elsewhere keep being renewed.
+        Finished outcomes held for the database (see ``process_jobs``'s ``held``) get one
+        more try; those it can't record are dropped, with a WARNING naming their jobs."""
         self.runtime.idle()
         self.store.close()
 

@@ -7,6 +7,7 @@ tick, the worker and the pool; none of them imports the facade.
 from __future__ import annotations
 
 import os
+import threading
 
 from .clock import monotonic_of
 from .logger import log
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .clock import Clock
     from .job import Job, NewJob
     from .lease import LeaseKeeper
+    from .outbox import Outbox
     from .registry import JobDefinition, Registry
     from .schedule import ScheduleDefinition
     from .store import SqlStore
@@ -47,6 +49,8 @@ class Runtime:
         self.finish_hooks: list[Hook] = []  # a job ended: done, failed or cancelled
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
+        self._outbox: tuple[int, Outbox] | None = None
+        self._making = threading.Lock()  # concurrent ticks share one outbox
         self._declared: tuple[int, int] | None = None
 
     @property
@@ -75,6 +79,28 @@ class Runtime:
             self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
         return self._keeper[1]
 
+    def outbox(self, make: Callable[[], Outbox]) -> Outbox:
+        """This process's keeper of finished outcomes a tick or ``process_jobs`` had to
+        return without recording (the database was away): sent again until it answers.
+        ``make`` builds it on first need in this process (the cycle knows how)."""
+        pid = os.getpid()
+        with self._making:
+            if self._outbox is None or self._outbox[0] != pid:
+                self._outbox = (pid, make())
+            return self._outbox[1]
+
+    def flush_outbox(self) -> None:
+        """First thing in a tick or cycle: record the outcomes held from earlier calls,
+        before any rescue. A database error is raised (they stay held)."""
+        outbox = self._outbox
+        if outbox is not None and outbox[0] == os.getpid() and outbox[1].count():
+            outbox[1].flush()
+
+    def held_outcomes(self) -> int:
+        """How many finished outcomes this process holds for the database."""
+        outbox = self._outbox
+        return outbox[1].count() if outbox is not None and outbox[0] == os.getpid() else 0
+
     def declare_limits(self) -> None:
         """Before this process claims: the limits its job types declare (or their absence)
         go to the database with its next claim, once per process and registry change. The
@@ -85,7 +111,11 @@ class Runtime:
             self.store.declare_limits(self.registry.limits())
 
     def idle(self) -> None:
-        """Let the lease keeper's thread end if it holds nothing (``Queue.close``)."""
+        """Let the lease keeper's thread end if it holds nothing (``Queue.close``), after
+        one more try to record the outcomes held for the database (those it can't are
+        dropped with a WARNING naming their jobs)."""
+        if self._outbox is not None and self._outbox[0] == os.getpid():
+            self._outbox[1].close()
         if self._keeper is not None:
             self._keeper[1].idle()
 

@@ -35,9 +35,11 @@ def run_tick(
 ) -> dict[str, Any]:
     """Enqueue due schedule slots, process up to ``limit`` jobs, return the summary.
 
-    A finished job's outcome the database can't take is kept for ``patience`` leases (an
-    HTTP tick: half a lease, a request must end; ``tickq tick``, a process of its own:
-    as long as ``process_jobs``); after that the job runs again once its lease runs out.
+    A finished job's outcome the database can't take is retried for ``patience`` leases
+    (an HTTP tick: half a lease, a request must end; ``tickq tick``, a process of its own:
+    as long as ``process_jobs``); after that the process's outbox keeps it, renewing the
+    job's lease and recording it once the database answers (``jobs.held`` counts them),
+    and the next tick records it before anything else.
 
     With ``alerts`` (None: the log sink only), first alerts of the failures this tick
     records are delivered before it returns: on a sleeping host nothing else runs them."""
@@ -46,6 +48,7 @@ def run_tick(
     if time_budget is not None and time_budget <= 0:
         raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
     started, budget_started = monotonic(), runtime.monotonic()
+    runtime.flush_outbox()  # outcomes an earlier tick had to leave: before anything else
     state = runtime.store.start_tick()
     enqueued = enqueue_due(runtime, state)
     budget = None

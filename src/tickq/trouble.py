@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import random
 from time import monotonic
 
-from .errors import DatabaseUnavailable, SchemaMissing
+from .errors import DatabaseUnavailable, SchemaMissing, TickqError
 from .logger import INFO, WARNING, log
 
 
@@ -34,6 +33,8 @@ class Trouble:
 
     def happened(self, exc: Exception) -> float:
         """Log ``exc`` (once per episode, see above); return how long to wait."""
+        import random  # only in trouble: a waking host's tick never pays for it
+
         now = monotonic()
         if not self.failures:
             self.since, self._warned = now, False
@@ -65,6 +66,12 @@ class Trouble:
                  extra={"event": f"{self.what.split()[0].lower()}_recovered"})  # fmt: skip
         self.failures = 0
         return True
+
+
+def worth_retrying(exc: Exception) -> bool:
+    """The database's trouble (down, read-only, full, or a raw driver error), not a
+    refusal of tickq's own: trying again later may go through."""
+    return isinstance(exc, DatabaseUnavailable) or not isinstance(exc, TickqError)
 
 
 def _reason(exc: Exception) -> str:

@@ -76,6 +76,8 @@ def run_tick(args: argparse.Namespace) -> int:
         if url:
             ping(url, ok=False, body=json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
         raise
+    finally:
+        q.close()  # outcomes still held for the database: one more try, then named
     problems = strict_problems(summary, args.max_wait) if args.strict else []
     if args.strict:
         summary["strict"] = {"ok": not problems, "problems": problems}
