@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def _chaos(settings: Settings, fleet: Fleet, cluster: Cluster | None, folder: Pa
     kinds = PG_FAULTS if cluster is not None else SQLITE_FAULTS
     injector = Injector(fleet, kinds, settings.fault_every, settings.seed, cluster,
                         None if cluster else folder / "chaos.db")  # fmt: skip
-    watcher = Overdue(url, settings.lease, injector.faults)
+    watcher = Overdue(url, settings.lease, injector.faults, lambda: injector.in_progress)
     fleet.start_enqueuer()
     fleet.pump(settings.tick_every)
     injector.thread.start()
@@ -146,8 +147,10 @@ class Overdue:
     the database (re)starts nobody rescues for a lease (the holders reconnect and renew
     first), so a lease that ran out before runs out a lease after the start."""
 
-    def __init__(self, url: str, lease: float, faults: list[Any] | None = None) -> None:
+    def __init__(self, url: str, lease: float, faults: list[Any] | None = None,
+                 in_progress: Callable[[], str | None] = lambda: None) -> None:  # fmt: skip
         self.url, self.lease, self.faults = url, lease, faults if faults is not None else []
+        self.in_progress = in_progress
         self.ids: set[int] = set()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="chaos-overdue", daemon=True)
@@ -166,6 +169,8 @@ class Overdue:
             q.close()
 
     def _just_restarted(self) -> bool:
+        if self.in_progress() in ("restart_db", "outage_db"):
+            return True  # back, but its fault not recorded yet: a lease's grace starts now
         cutoff = datetime.now(UTC) - timedelta(seconds=2 * self.lease)
         started = [f.until for f in list(self.faults)
                    if f.kind in ("restart_db", "outage_db")]  # fmt: skip

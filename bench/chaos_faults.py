@@ -55,6 +55,9 @@ class Injector:
         self.random = random.Random(seed)
         self.faults: list[Fault] = []
         self.errors: list[str] = []
+        self.in_progress: str | None = None
+        """The kind of the fault being injected, until it is in ``faults`` (a database
+        stopped or restarting is back a moment before its fault is recorded)."""
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="chaos-injector", daemon=True)
 
@@ -62,6 +65,7 @@ class Injector:
         i = 0
         while not self.stop.wait(self.every * self.random.uniform(0.6, 1.4)):
             kind = self.kinds[i % len(self.kinds)]
+            self.in_progress = kind
             try:
                 fault = getattr(self, kind)()
             except Exception as exc:  # recorded and reported; the run goes on
@@ -69,6 +73,7 @@ class Injector:
                 fault = None
             if fault is not None:
                 self.faults.append(fault)
+            self.in_progress = None
             # On to the next kind even when no victim was ready for this one: it comes round
             # again (a kind stuck without victims, e.g. ticks too short-lived once the jobs
             # are done, must not keep the others from being injected).
