@@ -164,7 +164,7 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _trouble(self, exc: sqlite3.OperationalError) -> DatabaseUnavailable | None:
         """A full disk or a file this process can't write, in words; else None."""
         code = _code(exc)
-        if code == sqlite3.SQLITE_IOERR and self._disk_is_full():
+        if code == sqlite3.SQLITE_IOERR and _nearly_none(self._free_now()):
             code = sqlite3.SQLITE_FULL  # opening on a full disk: its -shm can't be made
         if code == sqlite3.SQLITE_FULL:
             return DatabaseUnavailable(
@@ -181,15 +181,6 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                 READ_ONLY,
             )
         return None
-
-    def _disk_is_full(self) -> bool:
-        import os
-
-        try:
-            stat = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
-        except OSError:
-            return False
-        return stat.f_bavail * stat.f_frsize < 64 * 1024
 
     def _execute(self, conn: sqlite3.Connection, sql: str, params: Any = ()) -> Rows:
         """``conn.execute(sql)`` waiting up to ``busy_timeout`` for another writer's lock,
@@ -450,6 +441,11 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     """Another connection holds the lock (SQLITE_BUSY and its extended codes)."""
     code = _code(exc)
     return code == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
+
+
+def _nearly_none(free: int | None) -> bool:
+    """Free bytes so few that an I/O error is taken for a full disk."""
+    return free is not None and free < 64 * 1024
 
 
 def _code(exc: sqlite3.Error) -> int | None:
