@@ -47,7 +47,7 @@ class AsgiApp:
         refused = self.endpoint.check(route, request)
         if refused is not None or route is None:
             return refused  # type: ignore[return-value]
-        if route.max_body:
+        if route.reads_body(request):
             try:
                 declared_length(request.header("content-length"), route.max_body)
                 body = await receive_all(receive, route.max_body) if receive else b""

@@ -141,7 +141,8 @@ def error(status: int, message: str, headers: Sequence[tuple[str, str]] = ()) ->
 @dataclass(frozen=True)
 class Route:
     """One endpoint: ``protected`` routes need the bearer token; ``max_body`` is how many
-    bytes of body the handler reads at most (0: it reads none)."""
+    bytes of body the handler reads at most (0: it reads none); with ``body_header``, only
+    a request carrying that header has its body read (the tick: QStash's signed calls)."""
 
     name: str
     path: str
@@ -149,6 +150,13 @@ class Route:
     handler: Callable[[Request], Response]
     protected: bool = False
     max_body: int = 0
+    body_header: str | None = None
+
+    def reads_body(self, request: Request) -> bool:
+        """Whether the handler takes ``request``'s body."""
+        if not self.max_body:
+            return False
+        return self.body_header is None or request.header(self.body_header) is not None
 
 
 class RouteSource(Protocol):
@@ -177,6 +185,7 @@ class Endpoint:
                 self.tick,
                 protected=True,
                 max_body=TICK_MAX_BODY,
+                body_header=QSTASH_HEADER,
             ),
             Route("health", self.options.health_path, ("GET", "HEAD"), self.health),
         ]
@@ -245,7 +254,7 @@ class Endpoint:
         refused = self.check(route, request)
         if refused is not None or route is None:  # check() answers 404 for no route
             return refused or error(404, f"no tickq endpoint at {request.path!r}")
-        if route.max_body:
+        if route.reads_body(request):
             from .body import BodyRefused, declared_length, read_all
 
             try:

@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..webhooks.verifiers import any_matches
+
 CURRENT_KEY_ENV = "QSTASH_CURRENT_SIGNING_KEY"
 NEXT_KEY_ENV = "QSTASH_NEXT_SIGNING_KEY"
 URL_ENV = "TICKQ_QSTASH_URL"
@@ -60,7 +62,9 @@ def check_token(token: str, keys: list[str], host: str | None, path: str, query:
     head, payload, signature = token.split(".")
     if _json(head, "header").get("alg") != "HS256":
         raise Refused("the token is not signed with HS256, as QStash signs")
-    if not _signed_with_any(f"{head}.{payload}".encode("ascii"), _b64(signature), keys):
+    message = f"{head}.{payload}".encode("ascii")
+    expected = [hmac.new(key.encode(), message, hashlib.sha256).digest() for key in keys]
+    if not any_matches([_b64(signature)], expected):
         raise Refused(f"the signature matches neither {CURRENT_KEY_ENV} nor {NEXT_KEY_ENV}")
     claims = _json(payload, "payload")
     _check_times(claims, now)
@@ -78,14 +82,6 @@ def check_body(claims: Claims, body: bytes) -> None:
     digest = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).decode().rstrip("=")
     if not hmac.compare_digest(digest, claims.body_hash.rstrip("=")):
         raise Refused("the body is not the one the token was signed for")
-
-
-def _signed_with_any(message: bytes, signature: bytes, keys: list[str]) -> bool:
-    matched = False
-    for key in keys:  # no early exit: timing says nothing about which key matched
-        expected = hmac.new(key.encode(), message, hashlib.sha256).digest()
-        matched |= hmac.compare_digest(expected, signature)
-    return matched
 
 
 def _check_times(claims: dict[str, object], now: float) -> None:
