@@ -38,6 +38,8 @@ class SQLiteClocks(TickQueries):
     """Leases measured on the shared monotonic clock; ticks that wait for the majority."""
 
     _noted = -CLOCK_EVERY
+    _majority: tuple[float, float] = (-CLOCK_EVERY, 0.0)
+    """(monotonic reading when read, the live clocks' majority offset) as last read."""
     _noted_as: tuple[int, str] | None = None
 
     def _reading(self) -> tuple[str | None, float]:
@@ -99,10 +101,18 @@ class SQLiteClocks(TickQueries):
         params = self._clock_params()
         if params is None:
             return self._tick_state(self._query_many(statements)[-1])
-        noted = self._clock_statements(params)
-        results = self._query_many([*noted, *statements, ("live_clocks", params)])
-        state = self._tick_state(results[-2])
-        ahead = params["offset"] - majority([float(r[0]) for r in results[-1]])
+        read_at, agreed = self._majority
+        if params["mono"] - read_at < CLOCK_EVERY:
+            # Noted and read less than CLOCK_EVERY ago: the tick's own statements alone
+            # (an empty tick stays a read, with no write lock taken for the clocks).
+            state = self._tick_state(self._query_many(statements)[-1])
+        else:
+            noted = self._clock_statements(params)
+            results = self._query_many([*noted, *statements, ("live_clocks", params)])
+            state = self._tick_state(results[-2])
+            agreed = majority([float(r[0]) for r in results[-1]])
+            self._majority = (params["mono"], agreed)
+        ahead = params["offset"] - agreed
         if ahead <= CLOCK_TOLERANCE:
             return state
         from .records import TickState
