@@ -60,3 +60,28 @@ def test_a_short_transaction_is_not_named(pg_queue: Queue, pg_schema_url: str) -
         holder.execute("SELECT 1")
         assert not ours(pg_queue.health()["database"], name)
         holder.execute("ROLLBACK")
+
+
+def test_an_anonymous_health_check_counts_held_transactions_without_naming_them(
+    pg_queue: Queue, pg_schema_url: str
+) -> None:
+    import httpx
+
+    from test_web import AUTH, SECRET, serving
+
+    name = f"tickq-test-holder-{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_schema_url, autocommit=True, application_name=name) as holder:
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM tickq_jobs")
+        time.sleep(0.5)
+        with serving(pg_queue.asgi_app(secret=SECRET)) as base:
+            anonymous = httpx.get(base + "/api/cron/health", timeout=30)
+            trusted = httpx.get(base + "/api/cron/health", headers=AUTH, timeout=30)
+        pid = holder.info.backend_pid
+        holder.execute("ROLLBACK")
+    database = anonymous.json()["database"]
+    assert "long_transactions" not in database and name not in anonymous.text
+    assert f'"pid": {pid}' not in anonymous.text
+    assert database["long_transactions_count"] >= 1
+    assert database["oldest_transaction_seconds"] >= 0.3
+    assert len(ours(trusted.json()["database"], name)) == 1  # the tick's token: the detail

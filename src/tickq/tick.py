@@ -201,7 +201,7 @@ def tick_health(
         "ticks": ticks,
         "stale_after_seconds": stale_after.total_seconds(),
         "now": now.isoformat(),
-        "database": runtime.store.database_health(),
+        "database": _database(runtime.store.database_health(), alert),
     }
     if last is None:
         report["message"] = "no tick has been recorded yet: point a scheduler at the tick endpoint"
@@ -230,3 +230,15 @@ def alert_overdue(alerts: Alerts, last: datetime, every: timedelta, now: datetim
     alert job is delivered right here, within a few seconds; neither step ever raises."""
     if alerts.tick_overdue(last, every, now=now) is not None:
         alerts.deliver(time_budget=5.0)
+
+
+def _database(health: dict[str, Any], trusted: bool) -> dict[str, Any]:
+    """What the health report says of the database: to an anonymous caller (not
+    ``trusted``) how many transactions are held open and the oldest's age, not whose
+    (their pids, application names and states stay with the operator)."""
+    held = health.get("long_transactions")
+    if trusted or held is None:
+        return health
+    oldest = max((t["age_seconds"] for t in held), default=None)
+    rest = {k: v for k, v in health.items() if k != "long_transactions"}
+    return {**rest, "long_transactions_count": len(held), "oldest_transaction_seconds": oldest}
