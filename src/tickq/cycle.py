@@ -11,6 +11,7 @@ from time import monotonic, sleep
 from .execute import execute
 from .logger import INFO, WARNING, held_lines, log
 from .outbox import Outbox
+from .signals import noting_signals
 from .store import RECORDED_FIELDS, Recorded
 from .trouble import worth_retrying as _worth_retrying
 
@@ -81,20 +82,21 @@ def run_cycle(
     rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     jobs = _claim(runtime, 1, queues, report) if limit else []
-    while jobs:
-        held = jobs
-        keeper.hold(held, started=True)  # run at once, one after another
-        try:
-            outcomes = [
-                execute(job, runtime.definition(job.type), runtime.job_names) for job in held
-            ]
-            want = 1 if report["claimed"] < limit and not _spent(runtime, deadline) else 0
-            # Each job's outcome is committed before the next job starts; only the last
-            # commit needs to survive a power loss (it takes the earlier ones with it).
-            jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues, not want,
-                                    patience=patience, outbox=outbox)[1]  # fmt: skip
-        finally:
-            keeper.drop([job for job in held if not outbox.holds(job)])  # the outbox drops its own
+    with noting_signals():  # once a call: a job's own SystemExit is not a signal's
+        while jobs:
+            held = jobs
+            keeper.hold(held, started=True)  # run at once, one after another
+            try:
+                outcomes = [
+                    execute(job, runtime.definition(job.type), runtime.job_names) for job in held
+                ]
+                want = 1 if report["claimed"] < limit and not _spent(runtime, deadline) else 0
+                # Each job's outcome is committed before the next job starts; only the last
+                # commit needs to survive a power loss (it takes the earlier ones with it).
+                jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues,
+                                        not want, patience=patience, outbox=outbox)[1]  # fmt: skip
+            finally:
+                keeper.drop([job for job in held if not outbox.holds(job)])  # outbox drops its own
     report["held"] = outbox.count()
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report

@@ -9,7 +9,7 @@ from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
-from .signals import noting_signals, raised_by_signal
+from .signals import raised_by_signal
 from .store import Outcome
 
 TYPE_CHECKING = False
@@ -37,11 +37,8 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
         return _unknown_type(job, known())
     token = _current.set(job)
     try:
-        with noting_signals():
-            result = dump_result(invoke(definition, job))
-    except Exception as exc:
-        return settle(job, definition, exc, started)
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit, CancelledError
+        result = dump_result(invoke(definition, job))
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit too: the job's
         if raised_by_signal(exc):
             raise  # from a signal's handler (Ctrl-C, a server's sys.exit): the process stops
         return settle(job, definition, exc, started)
@@ -60,12 +57,9 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         return _unrunnable(job, reason, started)
     token = _current.set(job)
     try:
-        with noting_signals():
-            coro = definition.fn(**job_kwargs(definition, job))
-            value = await _within(coro, definition.timeout, job)
-            result = dump_result(value)
-    except Exception as exc:
-        return settle(job, definition, exc, started)
+        coro = definition.fn(**job_kwargs(definition, job))
+        value = await _within(coro, definition.timeout, job)
+        result = dump_result(value)
     except BaseException as exc:
         cancelled = type(exc).__name__ == "CancelledError"  # asyncio's, not imported here
         if raised_by_signal(exc) or (cancelled and not stop_requested(job)):
