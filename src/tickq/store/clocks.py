@@ -38,8 +38,9 @@ class SQLiteClocks(TickQueries):
     """Leases measured on the shared monotonic clock; ticks that wait for the majority."""
 
     _noted = -CLOCK_EVERY
-    _majority: tuple[float, float] = (-CLOCK_EVERY, 0.0)
-    """(monotonic reading when read, the live clocks' majority offset) as last read."""
+    _majority: tuple[float, float, float] = (-CLOCK_EVERY, 0.0, 0.0)
+    """(monotonic reading, the live clocks' majority offset, this clock's offset) when the
+    live clocks were last read: a step of this clock since reads them again."""
     _noted_as: tuple[int, str] | None = None
 
     def _reading(self) -> tuple[str | None, float]:
@@ -101,17 +102,18 @@ class SQLiteClocks(TickQueries):
         params = self._clock_params()
         if params is None:
             return self._tick_state(self._query_many(statements)[-1])
-        read_at, agreed = self._majority
-        if params["mono"] - read_at < CLOCK_EVERY:
-            # Noted and read less than CLOCK_EVERY ago: the tick's own statements alone
-            # (an empty tick stays a read, with no write lock taken for the clocks).
+        read_at, agreed, mine = self._majority
+        fresh = params["mono"] - read_at < CLOCK_EVERY
+        if fresh and abs(params["offset"] - mine) <= CLOCK_TOLERANCE:
+            # Noted and read less than CLOCK_EVERY ago, and this clock has not stepped since:
+            # the tick's own statements alone (an empty tick stays a read, no write lock).
             state = self._tick_state(self._query_many(statements)[-1])
         else:
             noted = self._clock_statements(params)
             results = self._query_many([*noted, *statements, ("live_clocks", params)])
             state = self._tick_state(results[-2])
             agreed = majority([float(r[0]) for r in results[-1]])
-            self._majority = (params["mono"], agreed)
+            self._majority = (params["mono"], agreed, params["offset"])
         ahead = params["offset"] - agreed
         if ahead <= CLOCK_TOLERANCE:
             return state
