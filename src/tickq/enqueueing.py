@@ -7,11 +7,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping
     from datetime import datetime, timedelta
     from typing import Any
 
-    from .job import NewJob
     from .runtime import Runtime
 
 
@@ -20,27 +19,7 @@ class Enqueueing:
 
     __slots__ = ()
     if TYPE_CHECKING:
-        runtime: Runtime
-
-    def new_job(
-        self,
-        job_type: str,
-        payload: Mapping[str, Any] | None = None,
-        *,
-        run_after: datetime | timedelta | None = None,
-        unique_key: str | None = None,
-        unique_scope: str = "active",
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> NewJob:
-        """Validate one job and return the row to insert (no I/O)."""
-        return self.runtime.new_job(
-            job_type, payload, run_after=run_after, unique_key=unique_key,
-            unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts, meta=meta,
-        )  # fmt: skip
+        _runtime: Runtime
 
     def enqueue(
         self,
@@ -67,12 +46,12 @@ class Enqueueing:
         annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
         or option, the same on every backend (see docs/payloads.md).
         """
-        job = self.new_job(
+        job = self._runtime.new_job(
             job_type, payload, run_after=run_after, unique_key=unique_key,
             unique_scope=unique_scope, priority=priority, queue=queue,
             max_attempts=max_attempts,
         )  # fmt: skip
-        return self.insert([job], conn)[0]
+        return self._runtime.insert([job], conn)[0]
 
     async def enqueue_async(
         self,
@@ -89,7 +68,7 @@ class Enqueueing:
     ) -> int:
         """``enqueue`` for async code: ``conn=`` takes a psycopg ``AsyncConnection`` or a
         SQLAlchemy ``AsyncConnection`` / ``AsyncSession``."""
-        job = self.new_job(
+        job = self._runtime.new_job(
             job_type, payload, run_after=run_after, unique_key=unique_key,
             unique_scope=unique_scope, priority=priority, queue=queue,
             max_attempts=max_attempts,
@@ -97,10 +76,10 @@ class Enqueueing:
         if conn is None:
             import asyncio
 
-            return (await asyncio.to_thread(self.insert, [job]))[0]
+            return (await asyncio.to_thread(self._runtime.insert, [job]))[0]
         from .store.foreign import insert_on_async
 
-        return (await insert_on_async(self.runtime.store, conn, [job]))[0]
+        return (await insert_on_async(self._runtime.store, conn, [job]))[0]
 
     def enqueue_many(
         self,
@@ -118,9 +97,5 @@ class Enqueueing:
         rows = []
         for item in jobs:
             job_type, payload, *rest = item
-            rows.append(self.new_job(job_type, payload, **(rest[0] if rest else {})))
-        return self.insert(rows, conn)
-
-    def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
-        """Store validated rows (``new_job``); ``conn=`` joins the caller's transaction."""
-        return self.runtime.insert(jobs, conn)
+            rows.append(self._runtime.new_job(job_type, payload, **(rest[0] if rest else {})))
+        return self._runtime.insert(rows, conn)

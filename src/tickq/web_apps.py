@@ -35,7 +35,7 @@ class WebFactories:
 
     __slots__ = ()
     if TYPE_CHECKING:
-        runtime: Runtime
+        _runtime: Runtime
 
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints (and the webhooks) behind every
@@ -52,7 +52,7 @@ class WebFactories:
         checked = EndpointOptions(**options)
         if warn and (problem := unprotected_problem(checked)):
             warn_at_start_up(problem)
-        return Endpoint(self._tick_target(), checked, WebhookRoutes(self.runtime))
+        return Endpoint(self._tick_target(), checked, WebhookRoutes(self._runtime))
 
     def webhook(
         self,
@@ -91,7 +91,7 @@ class WebFactories:
         from .retry import as_backoff
         from .webhooks.definition import WebhookDefinition, check_webhook, event_parameter
 
-        check_webhook(path, verify, max_body, self.runtime.webhooks)
+        check_webhook(path, verify, max_body, self._runtime.webhooks)
         as_backoff(backoff)
         options = {"name": name, "max_attempts": max_attempts, "backoff": backoff,
                    "queue": queue, "priority": priority, "timeout": timeout,
@@ -105,7 +105,7 @@ class WebFactories:
             probe = define(fn, job_name, 1, as_backoff(backoff), queue, 0, None, None)
             param = event_parameter(job_name, probe.accepted, probe.required)
             job = decorate(fn)
-            self.runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
+            self._runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
                                                             max_body)  # fmt: skip
             return job  # type: ignore[no-any-return]
 
@@ -216,7 +216,7 @@ class WebFactories:
         from .webhooks.definition import check_dashboard_prefix
 
         dashboard = build(self._dashboard_host(), option)
-        check_dashboard_prefix(dashboard.prefix, self.runtime.webhooks)
+        check_dashboard_prefix(dashboard.prefix, self._runtime.webhooks)
         return dashboard
 
     def _dashboard_host(self) -> DashboardHost:
