@@ -69,7 +69,7 @@ def test_rate_limits_in_each_unit(text: str, limit: Limit) -> None:
     @q.job(rate_limit=text, concurrency=None)
     def send() -> None: ...
 
-    assert send.definition.limit == limit
+    assert send._definition.limit == limit
     assert limit.rate_text == text.replace(" ", "")
 
 

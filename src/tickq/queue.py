@@ -367,16 +367,16 @@ class Queue(Enqueueing, Inspection, WebFactories):
                     "pass name= to tell them apart"
                 )
             if isinstance(fn, JobFunction):
-                if fn.queue is not self:
+                if fn._queue is not self:
                     raise ConfigurationError(f"job {fn.name!r} belongs to another Queue")
-                check_no_arguments_needed(fn.definition)
+                check_no_arguments_needed(fn._definition)
                 job = fn
             else:
                 # The schedule's max_delay is about its slots; the job type gets none of
                 # its own, so `tickq plan` doesn't also treat it as enqueued by the app.
                 job = self.job(name=name)(fn)
                 try:
-                    check_no_arguments_needed(job.definition)
+                    check_no_arguments_needed(job._definition)
                 except ConfigurationError:
                     self._runtime.registry.remove(job.name)
                     raise
