@@ -194,7 +194,7 @@ def test_a_job_whose_lease_is_lost_while_it_waits_never_runs(tmp_path: Path) -> 
         if len(outcomes) == 3:
             all_in.set()
 
-    pool = JobPool(1, q, done, skip=lambda job: job.id == 2)
+    pool = JobPool(1, q._runtime.registry, done, skip=lambda job: job.id == 2)
     pool.submit(jobs)
     assert all_in.wait(10)
     pool.close()
