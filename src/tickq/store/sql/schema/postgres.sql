@@ -34,10 +34,10 @@ CREATE TABLE tickq_jobs (
     finished_at      TIMESTAMPTZ,  -- when it became done, failed or cancelled
     duration         DOUBLE PRECISION,  -- seconds the successful attempt's function ran
     result           JSON,         -- what the job function returned, kept when it succeeded
-    -- ahead: 0 = the running attempt's start is confirmed (or the job is not running);
-    -- 1 = claimed (at once or ahead of free slots), start not yet confirmed: a rescue
-    -- refunds the attempt; 2 = refunded once: never claimed ahead or refunded again, so a
-    -- job that kills its worker each time still runs out of attempts.
+    -- ahead: 0 = not claimed, or claimed and its start confirmed; 1 = claimed (at once or
+    -- ahead of free slots), start not yet confirmed: a rescue refunds the attempt (1 means
+    -- something only while running); 2 = refunded once: never claimed ahead or refunded
+    -- again, so a job that kills its worker each time still runs out of attempts.
     ahead            SMALLINT    NOT NULL DEFAULT 0,
     cancel_requested_at TIMESTAMPTZ,  -- when q.cancel() asked the running attempt to stop
     snoozes          INTEGER     NOT NULL DEFAULT 0,  -- times it raised Snooze (not attempts)
@@ -69,7 +69,8 @@ CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key I
 -- from the job row), and per run not counted as an attempt. Pruned with its job.
 CREATE TABLE tickq_attempts (
     job_id      BIGINT      NOT NULL,
-    attempt     INTEGER     NOT NULL,  -- its number; minus the number given back when refunded or released
+    -- attempt: its number; when refunded or released, minus the number it gave back.
+    attempt     INTEGER     NOT NULL,
     started_at  TIMESTAMPTZ,           -- when the attempt was claimed
     finished_at TIMESTAMPTZ NOT NULL,
     -- outcome: error, lease_expired, cancelled, snoozed, refunded or released.

@@ -11,7 +11,7 @@ CREATE TABLE tickq_jobs (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, even after a prune
     type             TEXT    NOT NULL,  -- the job function's registered name
     queue            TEXT    NOT NULL DEFAULT 'default',
-    payload          TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(payload)),  -- JSON, as enqueued
+    payload          TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(payload)),  -- as enqueued
     status           TEXT    NOT NULL DEFAULT 'pending'
                      CHECK (status IN ('pending', 'running', 'done', 'failed', 'cancelled')),
     priority         INTEGER NOT NULL DEFAULT 0,  -- higher is claimed first
@@ -32,10 +32,10 @@ CREATE TABLE tickq_jobs (
     finished_at      TEXT,  -- when it became done, failed or cancelled (NULL until then)
     duration         REAL,  -- seconds the successful attempt's function ran, as measured
     result           TEXT,  -- JSON: what the job function returned, kept when it succeeded
-    -- ahead: 0 = the running attempt's start is confirmed (or the job is not running);
-    -- 1 = claimed (at once or ahead of free slots), start not yet confirmed: a rescue
-    -- refunds the attempt; 2 = refunded once: never claimed ahead or refunded again, so a
-    -- job that kills its worker each time still runs out of attempts.
+    -- ahead: 0 = not claimed, or claimed and its start confirmed; 1 = claimed (at once or
+    -- ahead of free slots), start not yet confirmed: a rescue refunds the attempt (1 means
+    -- something only while running); 2 = refunded once: never claimed ahead or refunded
+    -- again, so a job that kills its worker each time still runs out of attempts.
     ahead            INTEGER NOT NULL DEFAULT 0,
     cancel_requested_at TEXT,  -- when q.cancel() asked the running attempt to stop
     snoozes          INTEGER NOT NULL DEFAULT 0,  -- times it raised Snooze (not attempts)
@@ -72,7 +72,8 @@ CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key I
 -- from the job row), and per run not counted as an attempt. Pruned with its job.
 CREATE TABLE tickq_attempts (
     job_id      INTEGER NOT NULL,
-    attempt     INTEGER NOT NULL,  -- its number; minus the number given back when refunded or released
+    -- attempt: its number; when refunded or released, minus the number it gave back.
+    attempt     INTEGER NOT NULL,
     -- snooze: 0 for an attempt; n for the job's n-th snooze (numbered as the attempt that
     -- follows it); negative for a release (-1, -2, ... for releases of one number).
     snooze      INTEGER NOT NULL DEFAULT 0,
