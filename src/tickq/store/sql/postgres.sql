@@ -63,7 +63,7 @@ wake AS (
 
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
--- subquery made the planner hash-join over the whole table. tickq_due (migration 4) picks
+-- subquery made the planner hash-join over the whole table. tickq_due (schema/postgres.sql) picks
 -- and locks the due rows in claim order, always through the claim index. Claimed to start
 -- at once, a job is marked 1 (unconfirmed) like a claim ahead until the next round trip
 -- says it started (or records its outcome), so a process killed between this commit and
@@ -482,7 +482,7 @@ RETURNING t.id
 -- name: db_now
 SELECT now()
 
--- Schedules and ticks (schema 2) -------------------------------------------------------
+-- Schedules and ticks (migration 2) ----------------------------------------------------
 
 -- name: earliest_unpaused
 -- (A fragment.) When the first pending job outside paused queues comes due. With no queue

@@ -372,7 +372,7 @@ SET concurrency = excluded.concurrency, rate = excluded.rate, per = excluded.per
 -- Types this process registers without limits (:types, JSON) are no longer limited.
 DELETE FROM tickq_limits WHERE type IN (SELECT value FROM json_each(:types))
 
--- Schedules and ticks (schema 2) -------------------------------------------------------
+-- Schedules and ticks (migration 2) ----------------------------------------------------
 
 -- name: record_tick
 INSERT INTO tickq_ticks (id, last_tick_at, ticks) VALUES (1, :now, 1)
