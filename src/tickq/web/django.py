@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .http import Response, from_environ
+from .http import Request, Response
 from .routing import Route, answer
 
 
@@ -31,7 +31,7 @@ def view(route: Route) -> Any:
     from django.views.decorators.csrf import csrf_exempt
 
     def tickq_view(request: HttpRequest, rest: str | None = None) -> HttpResponse:
-        tickq_request = from_environ(request.META, request)
+        tickq_request = Request.from_environ(request.META, request)
         if route.below:
             at = replace(tickq_request, base="", path=request.path)
             tickq_request = at.mounted(f"{route.path}/{rest or ''}")

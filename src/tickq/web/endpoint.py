@@ -22,7 +22,6 @@ from .http import (
     Response,
     error,
     extra_headers,
-    from_environ,
     head_or_get,
     json_response,
 )
@@ -46,6 +45,11 @@ from .qstash import Claims, Refused, check_body, check_token, signing_keys
 from .query import QueryError, parse_flag, parse_limit, parse_query
 from .routing import Route, answer, serve
 
+__all__ = [  # the request, response and route moved out; importable here as before
+    "TICK_MAX_BODY", "Endpoint", "EndpointOptions", "Request", "Response", "Route", "error",
+    "failure_response", "head_or_get", "json_response", "token_matches", "warn_at_start_up",
+]  # fmt: skip
+
 if TYPE_CHECKING:
     from ..store import SqlStore
 
@@ -64,10 +68,6 @@ if TYPE_CHECKING:
 log = library_logger("tickq")
 TICK_MAX_BODY = 64 * 1024
 """The tick reads its body (for a QStash signature's body hash) up to this many bytes."""
-
-
-__all__ = ["Endpoint", "Request", "Response", "Route", "error", "from_environ", "head_or_get",
-           "json_response"]  # fmt: skip
 
 
 class RouteSource(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .http import from_environ
+from .http import Request
 from .routing import Route, answer
 
 # Every method reaches the view, so a wrong one gets tickq's JSON 405, not Flask's HTML.
@@ -36,7 +36,7 @@ def _view(route: Route) -> Any:
     from flask import request
 
     def view(rest: str | None = None) -> FlaskResponse:
-        tickq_request = from_environ(request.environ, request)
+        tickq_request = Request.from_environ(request.environ, request)
         if route.below:
             at = replace(tickq_request, base=request.script_root, path=request.path)
             tickq_request = at.mounted(f"{route.path}/{rest or ''}")

@@ -75,6 +75,21 @@ class Request:
     client: str = ""
     native: Any = None
 
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, Any], native: Any = None) -> Request:
+        """From a WSGI environ (also Flask's ``request.environ``, Django's ``request.META``);
+        ``native`` is the framework's request (default: the environ)."""
+        return cls(
+            method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
+            path=str(environ.get("PATH_INFO", "") or "/"),
+            base=str(environ.get("SCRIPT_NAME") or ""),
+            query_string=str(environ.get("QUERY_STRING", "")),
+            headers=headers_of(environ),
+            scheme=str(environ.get("wsgi.url_scheme") or "http"),
+            client=str(environ.get("REMOTE_ADDR") or ""),
+            native=environ if native is None else native,
+        )
+
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (lower case), or None."""
         return self.headers.first(name)
@@ -222,21 +237,6 @@ def head_or_get(request: Request, response: Response) -> Response:
     if request.method != "HEAD" or not response.body:
         return response
     return replace(response, body=b"", length=len(response.body))
-
-
-def from_environ(environ: Mapping[str, Any], native: Any = None) -> Request:
-    """A ``Request`` from a WSGI environ (also Flask's ``request.environ``, Django's
-    ``request.META``); its body is read later, by the route that takes one."""
-    return Request(
-        method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
-        path=str(environ.get("PATH_INFO", "") or "/"),
-        base=str(environ.get("SCRIPT_NAME") or ""),
-        query_string=str(environ.get("QUERY_STRING", "")),
-        headers=headers_of(environ),
-        scheme=str(environ.get("wsgi.url_scheme") or "http"),
-        client=str(environ.get("REMOTE_ADDR") or ""),
-        native=environ if native is None else native,
-    )
 
 
 def headers_of(environ: Mapping[str, Any]) -> Headers:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .http import from_environ
+from .http import Request
 from .routing import Site, serve
 
 
@@ -19,7 +19,7 @@ class WsgiApp:
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        response = serve(self.site, from_environ(environ), body_reader(environ))
+        response = serve(self.site, Request.from_environ(environ), body_reader(environ))
         start_response(f"{response.status} {response.reason}", response.all_headers())
         return [response.body]
 
