@@ -28,23 +28,17 @@ class RouteApp:
 
 def router(routes: list[Route]) -> Any:
     """A ``fastapi.APIRouter`` with one route per tickq route (two for the dashboard's:
-    its prefix and every path below it), every method let through so a wrong one gets
-    tickq's JSON 405; kept out of the OpenAPI schema."""
+    its prefix and every path below it), kept out of the OpenAPI schema; every method
+    reaches the tick and webhook routes, so a wrong one gets tickq's JSON 405."""
     from fastapi import APIRouter
-
-    api = APIRouter()
-    add_routes(api.routes, routes)
-    return api
-
-
-def add_routes(table: list[Any], routes: list[Route]) -> None:
-    """Append Starlette routes for ``routes`` to ``table`` (a router's or an app's)."""
     from starlette.routing import Route as StarletteRoute
 
+    api = APIRouter()
     for route in routes:
         app, name = RouteApp(route), f"tickq_{route.name}"
         paths = [route.path, route.path + "/{rest:path}"] if route.below else [route.path]
         methods = list(route.router_methods) or None
         for path in paths:
-            table.append(StarletteRoute(path, app, methods=methods, name=name,
-                                        include_in_schema=False))  # fmt: skip
+            api.routes.append(StarletteRoute(path, app, methods=methods, name=name,
+                                             include_in_schema=False))  # fmt: skip
+    return api

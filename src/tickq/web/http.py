@@ -43,10 +43,12 @@ class Headers(Mapping[str, str]):
         return len(self._last)
 
     def first(self, name: str) -> str | None:
-        """The first value of header ``name`` (lower case), or None."""
-        return next((value for key, value in self.pairs if key == name), None)
+        """The first value of header ``name``, or None."""
+        return next(iter(self.every(name)), None)
 
     def every(self, name: str) -> list[str]:
+        """Every value of header ``name``, in order."""
+        name = name.lower()
         return [value for key, value in self.pairs if key == name]
 
     def __repr__(self) -> str:
