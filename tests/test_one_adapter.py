@@ -114,3 +114,33 @@ def test_the_dashboard_alone_is_the_same_asgi_app(queue: Queue) -> None:
 def test_one_wsgi_app_with_or_without_the_dashboard(queue: Queue) -> None:
     assert type(queue.wsgi_app(secret=SECRET)) is WsgiApp
     assert type(queue.wsgi_app(secret=SECRET, dashboard={"password": PASSWORD})) is WsgiApp
+
+
+@pytest.mark.timeout(60)
+def test_a_form_past_the_dashboards_limit_is_refused_by_asgi_and_wsgi_alike(
+    queue: Queue,
+) -> None:
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from tickq.dashboard.app import MAX_BODY
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    form = {"password": "x" * (MAX_BODY + 1)}
+    options: dict[str, Any] = {"secret": SECRET, "dashboard": {"password": PASSWORD}}
+    wsgi = make_server("127.0.0.1", 0, queue.wsgi_app(**options), handler_class=Quiet)
+    thread = threading.Thread(target=wsgi.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with uvicorn_with_lifespan(queue.asgi_app(**options)) as (port, _):
+            for base in (f"http://127.0.0.1:{port}", f"http://127.0.0.1:{wsgi.server_port}"):
+                refused = httpx.post(base + "/tickq/login", data=form, timeout=30)
+                assert refused.status_code == 413, (base, refused.text)
+                assert f"limit of {MAX_BODY} bytes" in refused.json()["error"]
+                small = httpx.post(base + "/tickq/login", data={"password": "x"}, timeout=30)
+                assert small.status_code == 403, "read, and refused for its missing CSRF token"
+    finally:
+        wsgi.shutdown()
+        thread.join(10)
