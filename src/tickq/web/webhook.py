@@ -14,8 +14,9 @@ import re
 
 from ..logger import library_logger
 from ..webhooks.verifiers import WebhookRejected, parse_event
-from .endpoint import Request, Response, Route, error, json_response
+from .http import Request, Response, error, json_response
 from .options import RETRY_AFTER_SECONDS
+from .routing import Route
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Receiver:
         self.runtime, self.definition = runtime, definition
 
     def __call__(self, request: Request) -> Response:
-        headers = dict(reversed(request.headers))  # the first value of a repeated header wins
+        headers = dict(reversed(request.headers.pairs))  # the first value of a repeated header wins
         try:
             job, sent = self.new_job(headers, request.body)
         except WebhookRejected as refused:
