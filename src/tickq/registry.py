@@ -124,11 +124,13 @@ class JobDefinition(Frozen):
 
 
 def _option(name: str) -> property:
-    return property(lambda definition: getattr(definition.options, name))
+    return property(lambda definition: getattr(definition.options, name),
+                    doc=f"``options.{name}``: see ``Queue.job``.")  # fmt: skip
 
 
-for _name in (*JobOptions.fields, "limit"):
+for _name in (*JobOptions.fields, "limit"):  # a new option reads as an attribute too
     setattr(JobDefinition, _name, _option(_name))
+del _name
 
 
 class Registry:
