@@ -14,6 +14,8 @@ import asyncio
 import inspect
 import json
 import os
+import pickle
+import re
 import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -242,3 +244,54 @@ def test_django_tasks_take_their_job_options_and_using_its_enqueue_options(
     for name, value in stored.items():
         shown = {"datetime": value.isoformat()} if isinstance(value, datetime) else value
         assert got["job"][name] == shown, name
+
+
+# -- the options types themselves
+
+
+def test_options_are_read_only_and_checked_again_when_replaced() -> None:
+    options = JobOptions(**JOB_SAMPLES)
+    with pytest.raises(AttributeError, match=r"read-only; use \.replace\(priority=\.\.\.\)"):
+        options.priority = 5  # type: ignore[misc]
+    assert options.replace(priority=5).priority == 5 and options.priority == 3
+    with pytest.raises(TypeError, match="priority must be an int, got str: 'x'"):
+        options.replace(priority="x")
+    enqueue = EnqueueOptions(**ENQUEUE_SAMPLES)
+    assert pickle.loads(pickle.dumps(enqueue)) == enqueue and hash(enqueue) == hash(
+        EnqueueOptions(**ENQUEUE_SAMPLES)
+    )
+    assert enqueue != EnqueueOptions() and "unique_scope='all'" in repr(enqueue)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error", "message"),
+    [
+        ("timeout", float("nan"), ValueError, "timeout must be positive seconds, got nan"),
+        ("timeout", 0, ValueError, "timeout must be positive seconds, got 0"),
+        ("timeout", "5", TypeError, "timeout must be a number of seconds, got str: '5'"),
+        ("max_delay", timedelta(0), ValueError, "max_delay must be positive, got 0:00:00"),
+        ("max_delay", 60, TypeError, "max_delay must be a timedelta, got int: 60"),
+    ],
+)
+def test_every_job_decorator_refuses_a_bad_option_with_one_message(
+    tmp_path: Path, option: str, value: Any, error: type[Exception], message: str
+) -> None:
+    q = Queue(f"sqlite:///{tmp_path / 'q.db'}")
+    verify = HMAC("s" * 32, header="X-Signature")
+    with pytest.raises(error, match=re.escape(message)):
+        q.job(**{option: value})
+    with pytest.raises(error, match=re.escape(message)):
+        q.webhook("/hooks/bad", verify=verify, **{option: value})
+    assert q.job_names() == []
+
+
+def test_with_options_checks_them_at_once(tmp_path: Path) -> None:
+    q = Queue(f"sqlite:///{tmp_path / 'q.db'}")
+
+    @q.job()
+    def sample() -> None: ...
+
+    with pytest.raises(TypeError, match="priority must be an int, got str"):
+        sample.with_options(priority="high")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'prority'"):
+        sample.with_options(prority=1)

@@ -40,6 +40,9 @@ APIs that promise results within a day, short enough that a job waiting for some
 never comes fails loudly (and alerts) the next day instead of polling forever."""
 
 
+_set = object.__setattr__
+
+
 class Options:
     """Immutable options, checked once by the constructor. ``fields`` names them in the
     order of the entry points' keyword arguments (a test holds every entry point to it)."""
@@ -49,7 +52,7 @@ class Options:
 
     def _set(self, **values: Any) -> None:
         for name, value in values.items():
-            object.__setattr__(self, name, value)
+            _set(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only; use .replace({name}=...)")
@@ -160,13 +163,14 @@ class EnqueueOptions(Options):
         queue: str | None = None,
         max_attempts: int | None = None,
     ) -> None:
-        self._set(
-            unique_scope=check_unique_scope(unique_scope),
-            queue=None if queue is None else check_queue(queue),
-            priority=None if priority is None else check_priority(priority),
-            max_attempts=None if max_attempts is None else check_max_attempts(max_attempts),
-            run_after=check_run_after(run_after), unique_key=check_unique_key(unique_key),
-        )  # fmt: skip
+        # One per enqueue: set directly, which costs half what ``_set(**values)`` does.
+        _set(self, "unique_scope", check_unique_scope(unique_scope))
+        _set(self, "queue", None if queue is None else check_queue(queue))
+        _set(self, "priority", None if priority is None else check_priority(priority))
+        attempts = None if max_attempts is None else check_max_attempts(max_attempts)
+        _set(self, "max_attempts", attempts)
+        _set(self, "run_after", check_run_after(run_after))
+        _set(self, "unique_key", check_unique_key(unique_key))
 
 
 def check_timeout(value: Any) -> float | None:
