@@ -5,7 +5,7 @@ Each adapter is imported when its method is first called, so ``import tickq`` st
 
 from __future__ import annotations
 
-from .registry import DEFAULT_MAX_SNOOZE
+from .job_options import DEFAULT_MAX_SNOOZE, JobOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,26 +88,23 @@ class WebFactories:
         (whose ``meta["webhook"]`` has the event id and the request's headers).
         """
         from .registry import define
-        from .retry import as_backoff
         from .webhooks.definition import WebhookDefinition, check_webhook, event_parameter
 
         check_webhook(path, verify, max_body, self.runtime.webhooks)
-        as_backoff(backoff)
-        options = {"name": name, "max_attempts": max_attempts, "backoff": backoff,
-                   "queue": queue, "priority": priority, "timeout": timeout,
-                   "max_delay": max_delay, "max_snooze": max_snooze,
-                   "concurrency": concurrency, "rate_limit": rate_limit}  # fmt: skip
+        options = JobOptions(
+            name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
+            priority=priority, timeout=timeout, max_delay=max_delay, max_snooze=max_snooze,
+            concurrency=concurrency, rate_limit=rate_limit,
+        )  # fmt: skip
         facade: Any = self  # the Queue this mixin is part of
-        decorate = facade.job(**options)  # every option checked before anything registers
 
         def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
-            job_name = name or fn.__name__
-            probe = define(fn, job_name, 1, as_backoff(backoff), queue, 0, None, None)
-            param = event_parameter(job_name, probe.accepted, probe.required)
-            job = decorate(fn)
+            definition = define(fn, options)
+            param = event_parameter(definition.name, definition.accepted, definition.required)
+            job: JobFunction[Any, Any] = facade._add_job(definition)
             self.runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
                                                             max_body)  # fmt: skip
-            return job  # type: ignore[no-any-return]
+            return job
 
         return register
 
