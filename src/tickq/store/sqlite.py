@@ -16,7 +16,7 @@ from ..errors import (
     DatabaseUnavailable,
     SchemaMissing,
 )
-from .base import SqlStore
+from .base import SqlStore, decision
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
@@ -328,10 +328,16 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _ids_param(self, ids: Sequence[int]) -> Any:
         return dumps(list(ids))
 
-    def _succeeded_params(self, owner: str, succeeded: Sequence[Outcome]) -> dict[str, Any]:
-        # [[id, attempt, duration, result], ...]: the succeeded query reads it with json_each.
-        pairs = dumps([[o.job.id, o.job.attempts, o.duration, o.result] for o in succeeded])
-        return {"owner": owner, "now": self._now(), "pairs": pairs}
+    def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+        # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
+        # the due time (SQLite's times are computed here).
+        rows = []
+        for o in outcomes:
+            row = list(decision(o))
+            if row[6] is not None:
+                row[6] = self._in(row[6])
+            rows.append(row)
+        return {"decisions": dumps(rows)}
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
@@ -362,9 +368,12 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
-    def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
-        params = self._outcome_params(owner, outcome)
-        return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
+    def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
+        # No data-modifying CTE here: the history rows go first, under finish's own guard.
+        statements = super()._finish_statements(owner, outcomes)
+        if any(o.kind != "succeeded" for o in outcomes):
+            statements.insert(0, ("add_attempts", statements[0][1]))
+        return statements
 
     def rescue_expired(self, grace: float = 0.0) -> Rescued:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
