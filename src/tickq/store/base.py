@@ -475,7 +475,10 @@ def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[O
     first: dict[int, Outcome] = {}
     later: list[Outcome] = []
     for o in outcomes:
-        (later.append(o) if o.job.id in first else first.setdefault(o.job.id, o))
+        if o.job.id in first:
+            later.append(o)
+        else:
+            first[o.job.id] = o
     return list(first.values()), later
 
 
