@@ -230,20 +230,24 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         """Put claimed-but-unfinished jobs back to pending without counting the attempt.
         Those of ``ran`` (ids) had started and are cut short: each gets a ``released``
         history row (numbered minus the attempt it gives back) saying ``grace`` ran out."""
-        now = self._now()
-        groups = [
-            self._release_statements({
-                "id": j.id, "attempt": j.attempts, "owner": owner, "now": now,
-                "ran": j.id in ran, "error": released_error(j, grace),
-            })
-            for j in jobs
-        ]  # fmt: skip
-        results = self._query_many([s for g in groups for s in g]) if groups else []
-        ends = [sum(len(g) for g in groups[: i + 1]) - 1 for i in range(len(groups))]
-        return [results[e][0][0] for e in ends if results[e]]
+        if not jobs:
+            return []
+        params = {"owner": owner, "now": self._now(), **self._releases(jobs, ran, grace)}
+        statements = self._release_statements(params)
+        ran_rows = self._query_many(statements)
+        rows = {name: r for (name, _), r in zip(statements, ran_rows, strict=True)}
+        back = {r[0] for r in rows["release"]}
+        return [j.id for j in jobs if j.id in back]
+
+    def _releases(
+        self, jobs: Sequence[Job], ran: Collection[int], grace: float | None
+    ) -> dict[str, Any]:
+        """The jobs ``release`` puts back, in the dialect's form: id, attempt, whether it
+        ran, and the error of its history row."""
+        raise NotImplementedError
 
     def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
-        """The statements releasing one job; the last one's rows tell whether it applied."""
+        """The statements releasing the jobs of ``params``; ``release`` returns their ids."""
         return [("release", params)]
 
     def note_late(self, outcomes: Sequence[Outcome], outage: float) -> set[int]:

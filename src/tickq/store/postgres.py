@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import select
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from time import monotonic
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
 from ..errors import UNREACHABLE, ConfigurationError, DatabaseUnavailable, SchemaMissing
-from ..job import NewJob
+from ..job import Job, NewJob
 from ..logger import log
 from ..redact import redact_url, url_location
-from .base import CHUNK, SqlStore, decision
+from .base import CHUNK, SqlStore, decision, released_error
 from .horizon import PostgresHorizon
 from .pgerrors import reason_of, too_large, unavailable
 from .pooler import guess_pooler, split_pooler
@@ -307,6 +307,16 @@ class PostgresStore(PostgresHorizon, SqlStore):
             "results": text_array(results) if any(r is not None for r in results) else None,
             "seconds": number_array(seconds), "counted": text_array(counted),
         }  # fmt: skip
+
+    def _releases(
+        self, jobs: Sequence[Job], ran: Collection[int], grace: float | None
+    ) -> dict[str, Any]:
+        return {
+            "ids": number_array([j.id for j in jobs]),
+            "attempts": number_array([j.attempts for j in jobs]),
+            "ran": bool_array([j.id in ran for j in jobs]),
+            "errors": text_array([released_error(j, grace) for j in jobs]),
+        }
 
     def _decode_ts(self, value: Any) -> datetime | None:
         return value.astimezone(UTC) if value is not None else None

@@ -16,14 +16,14 @@ from ..errors import (
     DatabaseUnavailable,
     SchemaMissing,
 )
-from .base import SqlStore, decision
+from .base import SqlStore, decision, released_error
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Collection, Iterator, Sequence
     from typing import Any
 
     from ..clock import Clock
@@ -393,7 +393,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         return [(name, params) for name in names]
 
     def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
-        return [("add_released_attempt", params), ("release", params)]
+        return [("add_released_attempts", params), ("release", params)]
+
+    def _releases(
+        self, jobs: Sequence[Job], ran: Collection[int], grace: float | None
+    ) -> dict[str, Any]:
+        rows = [[j.id, j.attempts, j.id in ran, released_error(j, grace)] for j in jobs]
+        return {"releases": dumps(rows)}
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.

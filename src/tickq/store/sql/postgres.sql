@@ -160,25 +160,33 @@ SELECT id, status FROM j WHERE (SELECT count(*) FROM wake) >= 0
 SELECT {job_columns} FROM tickq_jobs WHERE id = ANY(CAST(:ids AS bigint[]))
 
 -- name: release
--- Back to pending, the attempt not counted. A run cut short (:ran: it had started) keeps a
--- history row, numbered minus the attempt it gave back (as a refund is) and told apart
--- from a refund and from earlier releases of that number by a negative snooze number.
-WITH j AS (
+-- Back to pending, the attempt not counted: the jobs of :ids (with :attempts), read in
+-- parallel with :ran and :errors. A run cut short (ran: it had started) keeps a history
+-- row, numbered minus the attempt it gave back (as a refund is) and told apart from a
+-- refund and from earlier releases of that number by a negative snooze number.
+WITH f AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:attempts AS int[]),
+                         CAST(:ran AS boolean[]), CAST(:errors AS text[]))
+        AS f(job_id, attempt, ran, error_text)),
+j AS (
     UPDATE tickq_jobs
     SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
-    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-      AND cancel_requested_at IS NULL
-    RETURNING id, attempts + 1 AS attempt, attempted_at),
+    FROM f
+    WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+      AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
+      AND tickq_jobs.cancel_requested_at IS NULL
+    RETURNING tickq_jobs.id, f.attempt, tickq_jobs.attempted_at, f.ran, f.error_text),
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
                                 error)
     SELECT j.id, -j.attempt,
            -1 - (SELECT count(*) FROM tickq_attempts p
                  WHERE p.job_id = j.id AND p.attempt = -j.attempt AND p.snooze < 0),
-           j.attempted_at, COALESCE(CAST(:now AS timestamptz), now()), 'released', :error
-    FROM j WHERE CAST(:ran AS boolean)
+           j.attempted_at, COALESCE(CAST(:now AS timestamptz), now()), 'released',
+           j.error_text
+    FROM j WHERE j.ran
     ON CONFLICT DO NOTHING)
 SELECT id FROM j
 

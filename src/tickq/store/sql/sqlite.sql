@@ -159,19 +159,26 @@ RETURNING tickq_jobs.id, tickq_jobs.status
 -- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts.
 SELECT {job_columns} FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: add_released_attempt
--- Runs just before release, in its transaction: a run cut short (:ran: it had started)
--- keeps a history row, numbered minus the attempt it gives back (as a refund is) and told
--- apart from a refund and from earlier releases of that number by a negative snooze.
+-- name: releases
+-- (A fragment.) The jobs of :releases, JSON [[job_id, attempt, ran, error_text], ...]: ran
+-- when the run had started (it is cut short), with the error its history row says.
+(SELECT json_extract(value, '$[0]') AS job_id, json_extract(value, '$[1]') AS attempt,
+        json_extract(value, '$[2]') AS ran, json_extract(value, '$[3]') AS error_text
+ FROM json_each(:releases))
+
+-- name: add_released_attempts
+-- Runs just before release, in its transaction: a run cut short (it had started) keeps a
+-- history row, numbered minus the attempt it gives back (as a refund is) and told apart
+-- from a refund and from earlier releases of that number by a negative snooze.
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error)
 SELECT id, -attempts,
        -1 - (SELECT count(*) FROM tickq_attempts p
              WHERE p.job_id = tickq_jobs.id AND p.attempt = -tickq_jobs.attempts
                AND p.snooze < 0),
-       attempted_at, :now, 'released', :error
-FROM tickq_jobs
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-  AND cancel_requested_at IS NULL AND :ran
+       attempted_at, :now, 'released', f.error_text
+FROM tickq_jobs JOIN {@releases} AS f ON tickq_jobs.id = f.job_id
+WHERE f.ran AND tickq_jobs.attempts = f.attempt AND tickq_jobs.status = 'running'
+  AND tickq_jobs.lease_owner = :owner AND tickq_jobs.cancel_requested_at IS NULL
 ON CONFLICT DO NOTHING
 
 -- name: release
@@ -179,9 +186,11 @@ UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = NULL, updated_at = :now
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-  AND cancel_requested_at IS NULL
-RETURNING id
+FROM {@releases} AS f
+WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+  AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
+  AND tickq_jobs.cancel_requested_at IS NULL
+RETURNING tickq_jobs.id
 
 -- name: extend_leases
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
