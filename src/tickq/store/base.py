@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import suppress
 
 from ..errors import InvalidTransition, JobNotFound
-from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
+from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState, Transition
 from .controls import ControlQueries
 from .records import Leases, Recorded, Rescued
 from .sessions import SessionQueries
@@ -462,12 +462,20 @@ def decision(o: Outcome) -> tuple[Any, ...]:
     row of ``job.STATE_MACHINE`` (target, attempt change, snooze change, whether it
     finishes, what the history counts: None for a success, whose attempt is the job row)
     and the run's delay (None unless back in line), error, result and duration."""
-    t = o.transition
-    return (
-        o.job.id, o.job.attempts, t.target, t.attempts, t.snoozes, t.finishes,
-        o.delay if t.target is JobState.PENDING else None, o.error, o.result, o.duration,
-        None if t.target is JobState.DONE else t.counted,
-    )  # fmt: skip
+    target, attempts, snoozes, finishes, counted, waits = DECIDED[o.kind]
+    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes,
+            o.delay if waits else None, o.error, o.result, o.duration, counted)  # fmt: skip
+
+
+def _decided(t: Transition) -> tuple[Any, ...]:
+    waits = t.target is JobState.PENDING
+    counted = None if t.target is JobState.DONE else t.counted
+    return str(t.target), t.attempts, t.snoozes, t.finishes, counted, waits
+
+
+DECIDED = {t.name: _decided(t) for t in STATE_MACHINE if t.query == "finish"}
+"""Each outcome's row of the state machine as ``decision`` hands it on (made once: a worker
+decides for every job it runs)."""
 
 
 def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[Outcome]]:

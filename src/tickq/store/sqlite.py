@@ -331,12 +331,9 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
         # the due time (SQLite's times are computed here).
-        rows = []
-        for o in outcomes:
-            row = list(decision(o))
-            if row[6] is not None:
-                row[6] = self._in(row[6])
-            rows.append(row)
+        rows = [decision(o) for o in outcomes]
+        if any(row[6] is not None for row in rows):
+            rows = [(*r[:6], self._in(r[6]), *r[7:]) if r[6] is not None else r for r in rows]
         return {"decisions": dumps(rows)}
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:

@@ -134,8 +134,7 @@ j AS (
                            THEN COALESCE(CAST(:now AS timestamptz), now()) END,
         last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
                           ELSE COALESCE(f.error_text, last_error) END,
-        duration = CASE WHEN f.next_status = 'done' THEN f.seconds ELSE duration END,
-        result = CASE WHEN f.next_status = 'done' THEN f.result_json ELSE result END,
+        duration = f.seconds, result = f.result_json,
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_owner = NULL, lease_expires_at = NULL,
         updated_at = COALESCE(CAST(:now AS timestamptz), now())

@@ -135,7 +135,8 @@ ON CONFLICT DO NOTHING
 -- Applies a batch of decisions (see decisions), each guarded by (running, attempt, owner),
 -- so a late or repeated one changes nothing. The one decision left to SQL is
 -- {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
--- NULL keeps the last one (a success, a snooze); a due of NULL keeps run_after.
+-- NULL keeps the last one (a success, a snooze); a due of NULL keeps run_after. The job
+-- row's duration and result are read only once it is done (before, they are the last run's).
 UPDATE tickq_jobs
 SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
     attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
@@ -146,8 +147,7 @@ SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
     finished_at = CASE WHEN f.finishes OR {asked_to_stop} THEN :now END,
     last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
                       ELSE COALESCE(f.error_text, last_error) END,
-    duration = CASE WHEN f.next_status = 'done' THEN f.seconds ELSE duration END,
-    result = CASE WHEN f.next_status = 'done' THEN f.result_json ELSE result END,
+    duration = f.seconds, result = f.result_json,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
 FROM {@decisions} AS f
