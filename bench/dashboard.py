@@ -21,7 +21,7 @@ import psycopg
 
 from tickq import Queue
 from tickq.dashboard import Dashboard
-from tickq.dashboard.auth import SESSION_COOKIE, new_session
+from tickq.dashboard.auth import SESSION_COOKIE
 from tickq.web.http import Headers, Request
 
 TYPES = ["send_email", "resize_image", "sync_crm", "charge_card", "generate_pdf",
@@ -87,7 +87,7 @@ def fill(url: str, jobs: int) -> None:
 
 def timings(dashboard: Dashboard, path: str, runs: int) -> tuple[float, float]:
     parts = urlsplit(path)
-    cookies = {SESSION_COOKIE: new_session(dashboard.key(), time.time()), "tickq_csrf": "n"}
+    cookies = {SESSION_COOKIE: dashboard.guard.open_session(), "tickq_csrf": "n"}
     cookie = Headers([("cookie", "; ".join(f"{k}={v}" for k, v in cookies.items()))])
     times = []
     for i in range(runs + 5):
@@ -119,7 +119,7 @@ def main() -> None:
         fill(url, args.jobs)
         failed = q.list_jobs(status="failed", limit=1)[0].id
         deep = q.list_jobs(status="failed", type="charge_card", limit=1)[0].id // 2
-        dashboard = Dashboard(q, password="bench")
+        dashboard = Dashboard(q, password="bench-password")
         pages = {
             "overview": "/",
             "list, status=failed&type=charge_card": "/jobs?status=failed&type=charge_card",
