@@ -61,6 +61,12 @@ def make_queue(url: str) -> Queue:
     def noop(n: int) -> None:
         os.write(_log_fd(), b"%d %.6f\n" % (n, time.time()))
 
+    @q.job()
+    def boom(n: int) -> None:
+        """Logs its run like noop, then raises: retried later (an attempt with an error)."""
+        os.write(_log_fd(), b"%d %.6f\n" % (n, time.time()))
+        raise RuntimeError(f"benchmark failure {n}")
+
     return q
 
 

@@ -15,14 +15,14 @@ import os
 import statistics
 import time
 import uuid
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import quote, urlsplit
 
 import psycopg
 
 from tickq import Queue
 from tickq.dashboard import Dashboard
-from tickq.dashboard.auth import SESSION_COOKIE, new_session
-from tickq.dashboard.http import Request
+from tickq.dashboard.auth import SESSION_COOKIE
+from tickq.web.http import Headers, Request
 
 TYPES = ["send_email", "resize_image", "sync_crm", "charge_card", "generate_pdf",
          "call_model", "import_csv", "send_reminder"]  # fmt: skip
@@ -87,11 +87,11 @@ def fill(url: str, jobs: int) -> None:
 
 def timings(dashboard: Dashboard, path: str, runs: int) -> tuple[float, float]:
     parts = urlsplit(path)
-    cookies = {SESSION_COOKIE: new_session(dashboard.key(), time.time()), "tickq_csrf": "n"}
-    query = dict(parse_qsl(parts.query))
+    cookies = {SESSION_COOKIE: dashboard.guard.open_session(), "tickq_csrf": "n"}
+    cookie = Headers([("cookie", "; ".join(f"{k}={v}" for k, v in cookies.items()))])
     times = []
     for i in range(runs + 5):
-        request = Request("GET", parts.path, "/tickq", query=dict(query), cookies=dict(cookies))
+        request = Request("GET", parts.path, "/tickq", query_string=parts.query, headers=cookie)
         started = time.perf_counter()
         response = dashboard.handle(request)
         elapsed = (time.perf_counter() - started) * 1000
@@ -119,7 +119,7 @@ def main() -> None:
         fill(url, args.jobs)
         failed = q.list_jobs(status="failed", limit=1)[0].id
         deep = q.list_jobs(status="failed", type="charge_card", limit=1)[0].id // 2
-        dashboard = Dashboard(q, password="bench")
+        dashboard = Dashboard(q, password="bench-password")
         pages = {
             "overview": "/",
             "list, status=failed&type=charge_card": "/jobs?status=failed&type=charge_card",

@@ -81,6 +81,20 @@ class Database:
             )
         return None
 
+    def check_retried(self, n: int) -> str | None:
+        """None when exactly jobs 0..n-1 exist, none done, each after one attempt (which
+        raised: the job is pending again, its retry due later)."""
+        problem = self.check_stored(n)
+        if problem:
+            return problem
+        s = self.summary()
+        if s["done"] != 0 or s["attempts"] != n:
+            return (
+                f"expected {n} jobs retried after 1 attempt each, found {s['done']} done "
+                f"and {s['attempts']} attempts"
+            )
+        return None
+
 
 class SQLiteDatabase(Database):
     name = dialect = "sqlite"

@@ -243,7 +243,7 @@ def test_a_tick_that_lost_the_race_enqueues_nothing(
     seen = q._store.tick_state()  # two ticks read the same cursor...
     assert seen.cursors["quarter"] == at(9)
     assert len(q.enqueue_schedules()) == 1  # ...one moves it first
-    job = q._runtime.new_job(
+    job = q._new_job(
         "quarter", {}, run_after=at(9, 15), unique_key="schedule:quarter:x", unique_scope="all"
     )
     late = ScheduleMove("quarter", seen.cursors["quarter"], at(9, 15), at(9, 15), [job])

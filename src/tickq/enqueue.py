@@ -6,27 +6,21 @@ are validated once, at enqueue, the same on SQLite and Postgres.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from .clock import require_aware
 from .errors import ConfigurationError, UnknownJobType
 from .job import NewJob
-from .job_options import (
-    check_job_type,
-    check_max_attempts,
-    check_priority,
-    check_queue,
-    check_unique_key,
-    check_unique_scope,
-)
+from .job_options import DEFAULT_ENQUEUE_OPTIONS, DEFAULT_JOB_OPTIONS, check_job_type
 from .payload import dump_payload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from datetime import datetime
     from typing import Any
 
     from .clock import Clock
+    from .job_options import EnqueueOptions
     from .registry import Registry
 
 
@@ -36,16 +30,11 @@ def new_job(
     clock: Clock,
     job_type: str,
     payload: Mapping[str, Any] | None = None,
-    *,
-    run_after: datetime | timedelta | None = None,
-    unique_key: str | None = None,
-    unique_scope: str = "active",
-    priority: int | None = None,
-    queue: str | None = None,
-    max_attempts: int | None = None,
+    options: EnqueueOptions | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> NewJob:
-    """Validate one job and return the row to insert."""
+    """Validate one job and return the row to insert: ``options`` are checked already,
+    and what they leave out (None) is the job type's."""
     definition = registry.definition(job_type)
     if definition is None and strict:
         known = ", ".join(sorted(registry.job_names())) or "none"
@@ -55,30 +44,27 @@ def new_job(
             "that another process handles"
         )
     check_job_type(job_type)
-    unique_scope = check_unique_scope(unique_scope)
     payload_json = dump_payload(payload, job_type)
     if definition is not None:
         definition.check_payload(payload or {})
+    chosen = options or DEFAULT_ENQUEUE_OPTIONS
+    own = definition.options if definition is not None else DEFAULT_JOB_OPTIONS
     import json
 
     return NewJob(
         type=job_type, payload_json=payload_json,
-        queue=check_queue(queue) if queue is not None else (
-            definition.queue if definition else "default"),
-        priority=check_priority(priority) if priority is not None else (
-            definition.priority if definition else 0),
-        max_attempts=check_max_attempts(max_attempts) if max_attempts is not None else (
-            definition.max_attempts if definition else 4),
-        run_after=due_at(clock, run_after), unique_key=check_unique_key(unique_key),
-        unique_scope=unique_scope if unique_key is not None else None,
+        queue=own.queue if chosen.queue is None else chosen.queue,
+        priority=own.priority if chosen.priority is None else chosen.priority,
+        max_attempts=own.max_attempts if chosen.max_attempts is None else chosen.max_attempts,
+        run_after=due_at(clock, chosen.run_after), unique_key=chosen.unique_key,
+        unique_scope=chosen.unique_scope if chosen.unique_key is not None else None,
         meta_json=json.dumps(dict(meta)) if meta else None,
     )  # fmt: skip
 
 
 def due_at(clock: Clock, run_after: datetime | timedelta | None) -> datetime | None:
-    """``run_after`` as an aware UTC time (a timedelta counts from the clock's now)."""
-    if run_after is None:
-        return None
+    """``run_after`` (checked: None, a timedelta or an aware UTC time) as an aware UTC time;
+    a timedelta counts from the clock's now."""
     if isinstance(run_after, timedelta):
         try:
             return clock.now() + run_after
@@ -86,6 +72,4 @@ def due_at(clock: Clock, run_after: datetime | timedelta | None) -> datetime | N
             raise ConfigurationError(
                 f"run_after {run_after!r} from now is past the year 9999"
             ) from None
-    if isinstance(run_after, datetime):
-        return require_aware(run_after, "run_after")
-    raise TypeError(f"run_after must be a datetime or timedelta, got {type(run_after).__name__}")
+    return run_after

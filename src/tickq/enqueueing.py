@@ -1,9 +1,12 @@
 """Internal: the ``Queue``'s enqueue methods (a mixin of the facade), over its ``Runtime``.
 
-The user-facing docstrings live here; the checks live in ``tickq.enqueue``.
+The user-facing docstrings live here; each method builds the ``EnqueueOptions`` once and
+hands them on; the checks live there and in ``tickq.enqueue``.
 """
 
 from __future__ import annotations
+
+from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -11,6 +14,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
     from typing import Any
 
+    from .job import NewJob
     from .runtime import Runtime
 
 
@@ -20,6 +24,26 @@ class Enqueueing:
     __slots__ = ()
     if TYPE_CHECKING:
         _runtime: Runtime
+
+    def _new_job(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        run_after: datetime | timedelta | None = None,
+        unique_key: str | None = None,
+        unique_scope: str = "active",
+        priority: int | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NewJob:
+        """Validate one job and return the row to insert (no I/O)."""
+        options = EnqueueOptions(
+            run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
+            priority=priority, queue=queue, max_attempts=max_attempts,
+        )  # fmt: skip
+        return self._runtime.new_job(job_type, payload, options, meta)
 
     def enqueue(
         self,
@@ -46,12 +70,21 @@ class Enqueueing:
         annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
         or option, the same on every backend (see docs/payloads.md).
         """
-        job = self._runtime.new_job(
-            job_type, payload, run_after=run_after, unique_key=unique_key,
-            unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts,
+        options = EnqueueOptions(
+            run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
+            priority=priority, queue=queue, max_attempts=max_attempts,
         )  # fmt: skip
-        return self._runtime.insert([job], conn)[0]
+        return self._enqueue(job_type, payload, options, conn)
+
+    def _enqueue(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None,
+        options: EnqueueOptions,
+        conn: Any = None,
+    ) -> int:
+        """``enqueue`` with its options checked."""
+        return self._runtime.insert([self._runtime.new_job(job_type, payload, options)], conn)[0]
 
     async def enqueue_async(
         self,
@@ -68,11 +101,21 @@ class Enqueueing:
     ) -> int:
         """``enqueue`` for async code: ``conn=`` takes a psycopg ``AsyncConnection`` or a
         SQLAlchemy ``AsyncConnection`` / ``AsyncSession``."""
-        job = self._runtime.new_job(
-            job_type, payload, run_after=run_after, unique_key=unique_key,
-            unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts,
+        options = EnqueueOptions(
+            run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
+            priority=priority, queue=queue, max_attempts=max_attempts,
         )  # fmt: skip
+        return await self._enqueue_async(job_type, payload, options, conn)
+
+    async def _enqueue_async(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any] | None,
+        options: EnqueueOptions,
+        conn: Any = None,
+    ) -> int:
+        """``enqueue_async`` with its options checked."""
+        job = self._runtime.new_job(job_type, payload, options)
         if conn is None:
             import asyncio
 
@@ -97,5 +140,8 @@ class Enqueueing:
         rows = []
         for item in jobs:
             job_type, payload, *rest = item
-            rows.append(self._runtime.new_job(job_type, payload, **(rest[0] if rest else {})))
+            if rest:
+                rows.append(self._new_job(job_type, payload, **rest[0]))
+            else:
+                rows.append(self._runtime.new_job(job_type, payload, DEFAULT_ENQUEUE_OPTIONS))
         return self._runtime.insert(rows, conn)

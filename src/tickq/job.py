@@ -85,12 +85,14 @@ class Transition(Frozen):
     """
 
     __slots__ = ()
-    _fields = ("name", "sources", "target", "exhausted", "attempts", "counted", "query")
+    _fields = ("name", "sources", "target", "exhausted", "attempts", "snoozes", "counted",
+               "query")  # fmt: skip
     _docs = {
         "sources": "The states a job must be in for it to apply.",
         "target": "The state it moves the job to (None: the row is deleted).",
         "exhausted": "The state instead when the job is out of attempts (None: no such rule).",
         "attempts": "What it adds to the job's ``attempts``.",
+        "snoozes": "What it adds to the job's ``snoozes``.",
         "counted": "What the attempt counts as in the history and the processed totals "
         "(``Attempt.outcome``), when the job was running; None: not an attempt.",
         "query": "The store's named query that applies it (in every dialect).",
@@ -102,35 +104,44 @@ class Transition(Frozen):
         target: JobState | None
         exhausted: JobState | None
         attempts: int
+        snoozes: int
         counted: str | None
         query: str
 
     def __new__(
         cls, name: str, sources: tuple[JobState, ...], target: JobState | None,
-        exhausted: JobState | None, attempts: int, counted: str | None, query: str,
+        exhausted: JobState | None, attempts: int, snoozes: int, counted: str | None,
+        query: str,
     ) -> Transition:  # fmt: skip
-        return tuple.__new__(cls, (name, sources, target, exhausted, attempts, counted, query))
+        return tuple.__new__(
+            cls, (name, sources, target, exhausted, attempts, snoozes, counted, query)
+        )
+
+    @property
+    def finishes(self) -> bool:
+        """True when it ends the job (done, failed or cancelled): ``finished_at`` is set."""
+        return self.target in FINISHED_STATES
 
 
 _P, _R, _D, _F, _C = JobState  # pending, running, done, failed, cancelled
 
 STATE_MACHINE = (
-    #          name         sources   target exhausted attempts counted     query
-    Transition("claimed",   (_P,),    _R,    None,     +1,      None,       "claim"),
-    Transition("claimed_ahead", (_P,), _R,   None,     +1,      None,       "claim_ahead"),
-    Transition("started",   (_R,),    _R,    None,     0,       None,       "started"),
-    Transition("succeeded", (_R,),    _D,    None,     0,       "done",     "succeeded"),
-    Transition("retried",   (_R,),    _P,    None,     0,       "error",    "retried"),
-    Transition("snoozed",   (_R,),    _P,    None,     -1,      "snoozed",  "snoozed"),
-    Transition("failed",    (_R,),    _F,    None,     0,       "error",    "failed"),
-    Transition("cancelled", (_R,),    _C,    None,     0,       "cancelled", "cancelled"),
-    Transition("released",  (_R,),    _P,    None,     -1,      None,       "release"),
-    Transition("rescued",   (_R,),    _P,    _F,       0,  "lease_expired", "rescue_expired"),
-    Transition("refunded",  (_R,),    _P,    None,     -1,      "refunded", "refund_expired"),
-    Transition("retry",     (_F, _C), _P,    None,     0,       None,       "retry"),
-    Transition("cancel",    (_P,),    _C,    None,     0,       None,       "cancel"),
-    Transition("cancel_requested", (_R,), _R, None,    0,       None,       "cancel"),
-    Transition("pruned",    (_D, _F, _C), None, None,  0,       None,       "prune"),
+    #          name         sources   target exhausted attempts snoozes counted  query
+    Transition("claimed",   (_P,),    _R,    None,     +1,  0,  None,        "claim"),
+    Transition("claimed_ahead", (_P,), _R,   None,     +1,  0,  None,        "claim_ahead"),
+    Transition("started",   (_R,),    _R,    None,     0,   0,  None,        "started"),
+    Transition("succeeded", (_R,),    _D,    None,     0,   0,  "done",      "finish"),
+    Transition("retried",   (_R,),    _P,    None,     0,   0,  "error",     "finish"),
+    Transition("snoozed",   (_R,),    _P,    None,     -1,  +1, "snoozed",   "finish"),
+    Transition("failed",    (_R,),    _F,    None,     0,   0,  "error",     "finish"),
+    Transition("cancelled", (_R,),    _C,    None,     0,   0,  "cancelled", "finish"),
+    Transition("released",  (_R,),    _P,    None,     -1,  0,  None,        "release"),
+    Transition("rescued",   (_R,),    _P,    _F,       0,   0,  "lease_expired", "rescue_expired"),
+    Transition("refunded",  (_R,),    _P,    None,     -1,  0,  "refunded",  "refund_expired"),
+    Transition("retry",     (_F, _C), _P,    None,     0,   0,  None,        "retry"),
+    Transition("cancel",    (_P,),    _C,    None,     0,   0,  None,        "cancel"),
+    Transition("cancel_requested", (_R,), _R, None,    0,   0,  None,        "cancel"),
+    Transition("pruned",    (_D, _F, _C), None, None,  0,   0,  None,        "prune"),
 )  # fmt: skip
 """Every state change tickq makes. An attempt that raised is ``retried``, or ``failed`` when
 the job is ``out_of_attempts`` (the executor decides); a run that raised ``Snooze`` is
@@ -148,13 +159,20 @@ out on an unconfirmed job is ``refunded``: back to pending with the attempt give
 history keeps a ``refunded`` row, numbered like the attempt it gave back), and never
 refunded or claimed ahead again — so a process killed between its claim and the job's
 start spends no attempt, and a job that kills its worker each time gets at most one run not
-counted, and still runs out of attempts."""
+counted, and still runs out of attempts.
+
+An outcome's row is the whole decision: the store's ``finish`` statement applies a batch of
+them as the rows say (target, attempts, snoozes, ``finishes``, ``counted`` for the history),
+guarded by (running, attempt, lease owner). The one thing it decides itself, in one place
+(``store.queries.ASKED_TO_STOP``): a job asked to stop ends cancelled, its attempt counted,
+whatever the run came to, except a success."""
 
 TRANSITIONS = {t.name: t for t in STATE_MACHINE}
 """The state machine by name."""
 
-OUTCOMES = ("succeeded", "retried", "snoozed", "failed", "cancelled")
-"""What one attempt can come to: the transitions an executor returns and ``record`` applies.
+OUTCOMES = tuple(t.name for t in STATE_MACHINE if t.query == "finish")
+"""What one attempt can come to: the transitions an executor returns and ``record`` applies
+(succeeded, retried, snoozed, failed, cancelled), all by one statement, ``finish``.
 ``stale`` is the word for a finish that changes nothing (its lease was lost, or the job was
 cancelled or rescued meanwhile)."""
 

@@ -6,25 +6,15 @@ import os
 from datetime import timedelta
 
 from .clock import SystemClock
-from .controls import job_limit
 from .database import DATABASE_ENV as DATABASE_ENV
 from .database import DEFAULT_URL as DEFAULT_URL
 from .database import database_url
 from .enqueueing import Enqueueing
 from .errors import ConfigurationError
 from .inspection import Inspection
-from .job_options import check_max_attempts, check_priority, check_queue
+from .job_options import DEFAULT_MAX_SNOOZE, JobOptions
 from .redact import redact_url
-from .registry import (
-    DEFAULT_MAX_SNOOZE,
-    JobDefinition,
-    JobFunction,
-    Registry,
-    check_max_snooze,
-    check_no_arguments_needed,
-    define,
-)
-from .retry import as_backoff
+from .registry import JobDefinition, JobFunction, Registry, check_no_arguments_needed, define
 from .runtime import Runtime
 from .store import open_store
 from .web_apps import WebFactories
@@ -198,22 +188,26 @@ class Queue(Enqueueing, Inspection, WebFactories):
         minute or hour (``"10/s"``, ``"100/m"``, ``"1000/h"``). Jobs over a limit wait,
         pending, without spending an attempt; the database enforces both (docs/controls.md).
         """
-        max_attempts, priority = check_max_attempts(max_attempts), check_priority(priority)
-        max_snooze = check_max_snooze(max_snooze)
-        limit = job_limit(concurrency, rate_limit)
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError(f"timeout must be positive seconds, got {timeout}")
-        queue = check_queue(queue)
-        policy = as_backoff(backoff)
+        options = JobOptions(
+            name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
+            priority=priority, timeout=timeout, max_delay=max_delay, max_snooze=max_snooze,
+            concurrency=concurrency, rate_limit=rate_limit,
+        )  # fmt: skip
+        return self._job(options)(fn) if fn is not None else self._job(options)
+
+    def _job(self, options: JobOptions) -> Callable[[Callable[P, R]], JobFunction[P, R]]:
+        """``@q.job`` with its options checked: registers the decorated function."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
-            self._runtime.registry.check_new(name or f.__name__)
-            definition = define(f, name, max_attempts, policy, queue, priority, timeout,
-                                max_delay, max_snooze, limit)  # fmt: skip
-            self._runtime.registry.add(definition)
-            return JobFunction(self, definition)
+            self._runtime.registry.check_new(options.name or f.__name__)
+            return self._add_job(define(f, options))
 
-        return register(fn) if fn is not None else register
+        return register
+
+    def _add_job(self, definition: JobDefinition) -> JobFunction[Any, Any]:
+        """Register ``definition`` (``@q.job``, ``@q.webhook``, a Django task)."""
+        self._runtime.registry.add(definition)
+        return JobFunction(self, definition)
 
     def _definition(self, job_type: str) -> JobDefinition | None:
         """How this process runs ``job_type``, or None."""

@@ -6,16 +6,16 @@ The facade fills a ``Registry``; the drivers (cycle, pool, worker) only read it.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from .errors import ConfigurationError
 from .job import Frozen
-from .job_options import check_job_type
+from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions, JobOptions, check_job_type
+from .job_options import DEFAULT_MAX_SNOOZE as DEFAULT_MAX_SNOOZE
 from .signature import is_async, parameters, payload_names, signature_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from datetime import timedelta
     from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
     from .controls import Limit
@@ -27,8 +27,12 @@ if TYPE_CHECKING:
     class Enqueuer(Protocol):
         """The ``Queue`` a job function enqueues through."""
 
-        def enqueue(self, *args: Any, **options: Any) -> int: ...
-        async def enqueue_async(self, *args: Any, **options: Any) -> int: ...
+        def _enqueue(
+            self, job_type: str, payload: Mapping[str, Any], options: EnqueueOptions, conn: Any
+        ) -> int: ...
+        async def _enqueue_async(
+            self, job_type: str, payload: Mapping[str, Any], options: EnqueueOptions, conn: Any
+        ) -> int: ...
 
     class _Generic(Generic[P, R]): ...
 
@@ -45,63 +49,49 @@ else:
 
 
 RESERVED_PARAMS = ("conn",)
-DEFAULT_MAX_SNOOZE = timedelta(hours=24)
-"""How long a job may keep snoozing when ``@q.job`` doesn't say: long enough for the batch
-APIs that promise results within a day, short enough that a job waiting for something that
-never comes fails loudly (and alerts) the next day instead of polling forever."""
 
 
 class JobDefinition(Frozen):
-    """How to run one job type; built by ``@q.job``."""
+    """How to run one job type; built by ``@q.job``. Its options (``JobOptions``, with the
+    name resolved) read as its own attributes too: ``definition.max_attempts``..."""
 
     __slots__ = ()
-    _fields = ("name", "fn", "max_attempts", "backoff", "queue", "priority", "timeout",
-               "max_delay", "is_async", "context_param", "accepted", "required",
-               "max_snooze", "limit")  # fmt: skip
+    _fields = ("fn", "options", "is_async", "context_param", "accepted", "required")
     _docs = {
         "accepted": "Keyword names the function takes; None: it takes **kwargs.",
-        "max_snooze": "How long the job may keep snoozing, from its first snooze (None: "
-        "without bound).",
-        "limit": "Its concurrency and rate limits (``controls.Limit``), or None.",
+        "options": "The job type's ``JobOptions``; its name is the job type's.",
     }
 
     if TYPE_CHECKING:
-        name: str
         fn: Callable[..., Any]
+        options: JobOptions
+        is_async: bool
+        context_param: str | None
+        accepted: frozenset[str] | None
+        required: frozenset[str]
+        # read from ``options``:
+        name: str
         max_attempts: int
         backoff: Backoff
         queue: str
         priority: int
         timeout: float | None
         max_delay: timedelta | None
-        is_async: bool
-        context_param: str | None
-        accepted: frozenset[str] | None
-        required: frozenset[str]
         max_snooze: timedelta | None
+        concurrency: int | None
+        rate_limit: str | None
         limit: Limit | None
 
     def __new__(
         cls,
-        name: str,
         fn: Callable[..., Any],
-        max_attempts: int,
-        backoff: Backoff,
-        queue: str,
-        priority: int,
-        timeout: float | None,
-        max_delay: timedelta | None,
+        options: JobOptions,
         is_async: bool,
         context_param: str | None,
         accepted: frozenset[str] | None = None,
         required: frozenset[str] = frozenset(),
-        max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
-        limit: Limit | None = None,
     ) -> JobDefinition:
-        return tuple.__new__(cls, (
-            name, fn, max_attempts, backoff, queue, priority, timeout, max_delay, is_async,
-            context_param, accepted, required, max_snooze, limit,
-        ))  # fmt: skip
+        return tuple.__new__(cls, (fn, options, is_async, context_param, accepted, required))
 
     @property
     def effective_max_delay(self) -> timedelta:
@@ -131,6 +121,16 @@ class JobDefinition(Frozen):
         if self.accepted is None and self.context_param in keys:  # **kwargs would lose it
             problems.append(f"{self.context_param!r} is the name of its JobContext parameter")
         return "; ".join(problems) or None
+
+
+def _option(name: str) -> property:
+    return property(lambda definition: getattr(definition.options, name),
+                    doc=f"``options.{name}``: see ``Queue.job``.")  # fmt: skip
+
+
+for _name in (*JobOptions.fields, "limit"):  # a new option reads as an attribute too
+    setattr(JobDefinition, _name, _option(_name))
+del _name
 
 
 class Registry:
@@ -178,15 +178,12 @@ class Registry:
         return job_type in self._definitions
 
 
-def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: Backoff,
-           queue: str, priority: int, timeout: float | None,
-           max_delay: timedelta | None,
-           max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
-           limit: Limit | None = None) -> JobDefinition:  # fmt: skip
-    """The definition ``@q.job`` registers for ``f`` (options already checked)."""
+def define(f: Callable[..., Any], options: JobOptions) -> JobDefinition:
+    """The definition of job function ``f`` with ``options`` (already checked), named
+    ``options.name`` or else after the function."""
     from .context import JobContext
 
-    job_name = check_job_type(name or f.__name__)
+    job_name = check_job_type(options.name or f.__name__)
     params = parameters(f)
     for reserved in RESERVED_PARAMS:
         if any(p[0] == reserved for p in params):
@@ -198,29 +195,9 @@ def define(f: Callable[..., Any], name: str | None, max_attempts: int, backoff: 
         (name for name, _, _, note in params if note in (JobContext, "JobContext")), None
     )
     accepted, required = payload_names(params, context_param)
-    return JobDefinition(
-        name=job_name, fn=f, max_attempts=max_attempts, backoff=backoff, queue=queue,
-        priority=priority, timeout=timeout, max_delay=max_delay, is_async=is_async(f),
-        context_param=context_param, accepted=accepted, required=required,
-        max_snooze=max_snooze, limit=limit,
-    )  # fmt: skip
-
-
-def check_max_snooze(value: Any) -> timedelta | None:
-    """``max_snooze``: a positive ``timedelta``, or None for no bound."""
-    if value is None:
-        return None
-    if not isinstance(value, timedelta):
-        raise TypeError(
-            f"max_snooze must be a timedelta (or None for no bound), got "
-            f"{type(value).__name__}: {value!r}"
-        )
-    if value <= timedelta(0):
-        raise ConfigurationError(
-            f"max_snooze must be a positive timedelta, got {value!r}; pass None to let the "
-            "job snooze without bound"
-        )
-    return value
+    named = options if options.name == job_name else options.replace(name=job_name)
+    return JobDefinition(fn=f, options=named, is_async=is_async(f), context_param=context_param,
+                         accepted=accepted, required=required)  # fmt: skip
 
 
 def check_no_arguments_needed(definition: JobDefinition) -> None:
@@ -251,26 +228,27 @@ class JobFunction(_Generic[P, R]):
 
     def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
         """Enqueue with ``payload`` as keyword arguments; ``conn=`` joins your transaction."""
-        return self._queue.enqueue(self.name, payload, conn=conn)
+        return self._queue._enqueue(self.name, payload, DEFAULT_ENQUEUE_OPTIONS, conn)
 
     async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
         """``enqueue`` for async code; ``conn=`` takes an async connection or session."""
-        return await self._queue.enqueue_async(self.name, payload, conn=conn)
+        return await self._queue._enqueue_async(self.name, payload, DEFAULT_ENQUEUE_OPTIONS, conn)
 
     def with_options(self, **options: Any) -> _BoundEnqueue:
-        """Enqueue with options: ``f.with_options(run_after=..., unique_key=...).enqueue(...)``."""
-        return _BoundEnqueue(self, options)
+        """Enqueue with options: ``f.with_options(run_after=..., unique_key=...).enqueue(...)``
+        (those of ``Queue.enqueue``, checked here)."""
+        return _BoundEnqueue(self, EnqueueOptions(**options))
 
     def __repr__(self) -> str:
         return f"<tickq job {self.name!r}>"
 
 
 class _BoundEnqueue:
-    def __init__(self, fn: JobFunction[Any, Any], options: dict[str, Any]) -> None:
+    def __init__(self, fn: JobFunction[Any, Any], options: EnqueueOptions) -> None:
         self.fn, self.options = fn, options
 
     def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
-        return self.fn._queue.enqueue(self.fn.name, payload, conn=conn, **self.options)
+        return self.fn._queue._enqueue(self.fn.name, payload, self.options, conn)
 
     async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
-        return await self.fn._queue.enqueue_async(self.fn.name, payload, conn=conn, **self.options)
+        return await self.fn._queue._enqueue_async(self.fn.name, payload, self.options, conn)

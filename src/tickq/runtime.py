@@ -15,11 +15,11 @@ from .logger import log
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
-    from datetime import datetime, timedelta
     from typing import Any
 
     from .clock import Clock
     from .job import Job, NewJob
+    from .job_options import EnqueueOptions
     from .lease import LeaseKeeper
     from .outbox import Outbox
     from .registry import JobDefinition, Registry
@@ -146,23 +146,14 @@ class Runtime:
         self,
         job_type: str,
         payload: Mapping[str, Any] | None = None,
-        *,
-        run_after: datetime | timedelta | None = None,
-        unique_key: str | None = None,
-        unique_scope: str = "active",
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
+        options: EnqueueOptions | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> NewJob:
-        """Validate one job and return the row to insert (no I/O)."""
+        """Validate one job and return the row to insert (no I/O). ``meta`` is tickq's
+        own record on the job (a schedule's slot, a webhook's delivery), never a caller's."""
         from .enqueue import new_job
 
-        return new_job(
-            self.registry, self.strict, self.clock, job_type, payload, run_after=run_after,
-            unique_key=unique_key, unique_scope=unique_scope, priority=priority, queue=queue,
-            max_attempts=max_attempts, meta=meta,
-        )  # fmt: skip
+        return new_job(self.registry, self.strict, self.clock, job_type, payload, options, meta)
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
         """Store ``jobs``; with ``conn`` in the caller's open transaction."""

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from time import monotonic
 
 from .cycle import TICK_PATIENCE, run_cycle
+from .job_options import EnqueueOptions
 from .logger import log
 from .store import ScheduleMove
 
@@ -119,10 +120,10 @@ def plan_move(
         runtime.new_job(
             definition.job,
             {},
-            run_after=slot,
-            unique_key=definition.slot_key(slot),
-            unique_scope="all",
-            meta={
+            EnqueueOptions(
+                run_after=slot, unique_key=definition.slot_key(slot), unique_scope="all"
+            ),
+            {
                 "schedule": definition.name,
                 "slot": slot.isoformat(),
                 "missed": due.missed if i == 0 else 0,

@@ -5,7 +5,7 @@ Each adapter is imported when its method is first called, so ``import tickq`` st
 
 from __future__ import annotations
 
-from .registry import DEFAULT_MAX_SNOOZE
+from .job_options import DEFAULT_MAX_SNOOZE, JobOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias, Unpack
 
     from .dashboard import Dashboard
-    from .dashboard.adapters import DashboardAsgi, DashboardWsgi
     from .dashboard.host import Queue as DashboardHost
     from .registry import JobFunction
     from .retry import Backoff
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from .web.asgi import AsgiApp
     from .web.endpoint import Endpoint, TickTarget
     from .web.options import EndpointSettings
+    from .web.routing import Route, Site
     from .web.wsgi import WsgiApp
     from .webhooks import Verifier
 
@@ -88,32 +88,29 @@ class WebFactories:
         (whose ``meta["webhook"]`` has the event id and the request's headers).
         """
         from .registry import define
-        from .retry import as_backoff
         from .webhooks.definition import WebhookDefinition, check_webhook, event_parameter
 
         check_webhook(path, verify, max_body, self._runtime.webhooks)
-        as_backoff(backoff)
-        options = {"name": name, "max_attempts": max_attempts, "backoff": backoff,
-                   "queue": queue, "priority": priority, "timeout": timeout,
-                   "max_delay": max_delay, "max_snooze": max_snooze,
-                   "concurrency": concurrency, "rate_limit": rate_limit}  # fmt: skip
+        options = JobOptions(
+            name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
+            priority=priority, timeout=timeout, max_delay=max_delay, max_snooze=max_snooze,
+            concurrency=concurrency, rate_limit=rate_limit,
+        )  # fmt: skip
         facade: Any = self  # the Queue this mixin is part of
-        decorate = facade.job(**options)  # every option checked before anything registers
 
         def register(fn: Callable[..., Any]) -> JobFunction[Any, Any]:
-            job_name = name or fn.__name__
-            probe = define(fn, job_name, 1, as_backoff(backoff), queue, 0, None, None)
-            param = event_parameter(job_name, probe.accepted, probe.required)
-            job = decorate(fn)
+            definition = define(fn, options)
+            param = event_parameter(definition.name, definition.accepted, definition.required)
+            job: JobFunction[Any, Any] = facade._add_job(definition)
             self._runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
                                                             max_body)  # fmt: skip
-            return job  # type: ignore[no-any-return]
+            return job
 
         return register
 
     def asgi_app(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
-    ) -> AsgiApp | DashboardAsgi:
+    ) -> AsgiApp:
         """An ASGI app with ``POST /api/cron/tick`` and ``GET /api/cron/health``.
 
         The tick needs ``Authorization: Bearer $CRON_SECRET`` (``$CRON_SECRET_PREVIOUS`` is
@@ -131,27 +128,15 @@ class WebFactories:
         """
         from .web.asgi import AsgiApp
 
-        app = AsgiApp(self.endpoint(**options))
-        if dashboard is False:
-            return app
-        from .dashboard import as_dashboard
-        from .dashboard.adapters import DashboardAsgi
-
-        return DashboardAsgi(self._dashboard(as_dashboard, dashboard), app)
+        return AsgiApp(self._site(self.endpoint(**options), dashboard))
 
     def wsgi_app(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
-    ) -> WsgiApp | DashboardWsgi:
+    ) -> WsgiApp:
         """The same endpoints as a WSGI app; options as for ``asgi_app``."""
         from .web.wsgi import WsgiApp
 
-        app = WsgiApp(self.endpoint(**options))
-        if dashboard is False:
-            return app
-        from .dashboard import as_dashboard
-        from .dashboard.adapters import DashboardWsgi
-
-        return DashboardWsgi(self._dashboard(as_dashboard, dashboard), app)
+        return WsgiApp(self._site(self.endpoint(**options), dashboard))
 
     def flask_blueprint(
         self,
@@ -163,13 +148,7 @@ class WebFactories:
         """The same endpoints as a Flask blueprint; options as for ``asgi_app``."""
         from .web.flask import blueprint
 
-        bp = blueprint(self.endpoint(**options), name)
-        if dashboard is False:
-            return bp
-        from .dashboard import as_dashboard
-        from .dashboard.adapters import add_flask_rules
-
-        return add_flask_rules(bp, self._dashboard(as_dashboard, dashboard))
+        return blueprint(self._routes(self.endpoint(**options).all_routes(), dashboard), name)
 
     def fastapi_router(
         self, *, dashboard: DashboardOption = False, **options: Unpack[EndpointSettings]
@@ -180,14 +159,7 @@ class WebFactories:
         adds the dashboard under ``/tickq/`` (below the same ``prefix=``)."""
         from .web.fastapi import router
 
-        api = router(self.endpoint(**options))
-        if dashboard is False:
-            return api
-        from .dashboard import as_dashboard
-        from .dashboard.adapters import add_starlette_routes
-
-        add_starlette_routes(api.routes, self._dashboard(as_dashboard, dashboard))
-        return api
+        return router(self._routes(self.endpoint(**options).all_routes(), dashboard))
 
     def django_urls(
         self,
@@ -203,19 +175,29 @@ class WebFactories:
         """
         from .web.django import urls
 
-        patterns = urls(self._endpoint(options, warn=tick), tick=tick)
+        endpoint = self._endpoint(options, warn=tick)
+        routes = endpoint.all_routes() if tick else endpoint.all_routes()[len(endpoint.routes) :]
+        return urls(self._routes(routes, dashboard))
+
+    def _site(self, endpoint: Endpoint, dashboard: DashboardOption) -> Site:
+        """The endpoint, with the dashboard in front of it when asked for."""
         if dashboard is False:
-            return patterns
-        from .dashboard import as_dashboard
-        from .dashboard.adapters import django_urls
+            return endpoint
+        from .web.routing import Combined
 
-        return patterns + django_urls(self._dashboard(as_dashboard, dashboard))
+        return Combined(self._dashboard(dashboard), endpoint)
 
-    def _dashboard(self, build: Callable[..., Dashboard], option: DashboardOption) -> Dashboard:
+    def _routes(self, routes: list[Route], dashboard: DashboardOption) -> list[Route]:
+        """``routes``, with the dashboard's after them when asked for (a framework's URL
+        table)."""
+        return routes if dashboard is False else routes + self._dashboard(dashboard).all_routes()
+
+    def _dashboard(self, option: DashboardOption) -> Dashboard:
         """The dashboard asked for, once no webhook path is under its prefix."""
+        from .dashboard import as_dashboard
         from .webhooks.definition import check_dashboard_prefix
 
-        dashboard = build(self._dashboard_host(), option)
+        dashboard = as_dashboard(self._dashboard_host(), option)
         check_dashboard_prefix(dashboard.prefix, self._runtime.webhooks)
         return dashboard
 

@@ -40,8 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run_dashboard(args: argparse.Namespace) -> int:
     from ..dashboard import Dashboard
-    from ..dashboard.adapters import DashboardAsgi
     from ..dashboard.render import environment
+    from ..web.asgi import AsgiApp
 
     if args.logout_everywhere:
         return logout_everywhere(args)
@@ -60,7 +60,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
     print(f"tickq dashboard on http://{args.host}:{args.port}{dashboard.prefix}/", flush=True)
     # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from 127.0.0.1 as
     # the client, letting anyone behind a local proxy pick the address the login limit counts.
-    uvicorn.run(DashboardAsgi(dashboard, None), host=args.host, port=args.port,
+    uvicorn.run(AsgiApp(dashboard), host=args.host, port=args.port,
                 log_level="warning", proxy_headers=False)  # fmt: skip
     return 0
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from ..web.http import Request, Response
 from .app import Dashboard
 from .auth import LoginLimiter
-from .http import Request, Response
 
 if TYPE_CHECKING:
     from .host import Queue

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -19,8 +21,9 @@ from ..errors import (
 )
 from ..job_options import check_queue, check_text
 from ..logger import library_logger
+from ..web.http import Request, Response, redirect, text_response
 from ..web.options import MISCONFIGURED, RETRY_AFTER_SECONDS, SCHEMA_MISSING, database_trouble
-from .http import Request, Response
+from ..web.routing import Route
 from .render import render, static_file
 
 if TYPE_CHECKING:
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 
 AuthHook = Callable[[Request], bool]
 log = library_logger("tickq")
+MAX_BODY = 64 * 1024
+"""The most bytes of a form the dashboard reads (its forms are a few hundred)."""
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -94,6 +99,34 @@ class Dashboard:
         self.proxies = access.check_proxies(trusted_proxies)
         secret = secret_key or access.env_secret()
         self.guard = access.Access(queue._store, password or None, secret, self.now)
+
+    # -- where it answers ---------------------------------------------------------------
+    @cached_property
+    def web_route(self) -> Route:
+        """The dashboard's one route: its prefix and every path below it, each method
+        answered by the dashboard itself (a form's body read, within ``MAX_BODY``)."""
+        return Route("dashboard", self.prefix, (), self.serve, max_body=MAX_BODY,
+                     body_methods=("POST",), below=True,
+                     router_methods=("GET", "HEAD", "POST"), too_large_hint="")  # fmt: skip
+
+    def find(self, path: str) -> Route | None:
+        return self.web_route if self.web_route.matches(path) else None
+
+    def all_routes(self) -> list[Route]:
+        return [self.web_route]
+
+    def not_found(self, request: Request) -> Response:
+        """Served alone (``tickq dashboard``): ``/`` leads to the dashboard."""
+        if request.path == "/":
+            return redirect(request.url(self.prefix + "/"))
+        return text_response(404, "not found")
+
+    def serve(self, request: Request) -> Response:
+        """Answer ``request`` for a path at or below the prefix."""
+        sub = request.path[len(self.prefix) :]
+        if not sub:
+            return redirect(request.url(self.prefix + "/"))
+        return self.handle(replace(request, path=sub, base=request.url(self.prefix)))
 
     # -- who may come in ----------------------------------------------------------------
     def now(self) -> float:
@@ -366,7 +399,7 @@ class Dashboard:
     def static(self, name: str) -> Response:
         found = static_file(name)
         if found is None:
-            return Response(404, b"not found", [("Content-Type", "text/plain; charset=utf-8")])
+            return text_response(404, "not found")
         content, kind = found
         return Response(200, content, [("Content-Type", kind), ("Cache-Control", "max-age=300"),
                                        ("X-Content-Type-Options", "nosniff")])  # fmt: skip
@@ -380,10 +413,6 @@ SECURITY_HEADERS = (
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "same-origin"),
 )
-
-
-def redirect(location: str) -> Response:
-    return Response(303, b"", [("Location", location), ("Cache-Control", "no-store")])
 
 
 def _job_id(text: str) -> int | None:

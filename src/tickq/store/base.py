@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import suppress
 
 from ..errors import InvalidTransition, JobNotFound
-from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState
+from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState, Transition
 from .controls import ControlQueries
 from .records import Leases, Recorded, Rescued
 from .sessions import SessionQueries
@@ -165,68 +165,59 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         skips its sync to disk. ``started``: jobs claimed ahead that have started (recorded
         first). ``ahead``: claim up to that many more jobs ahead, after the ``limit`` ones
         (listed last; their ids in ``Recorded.ahead``)."""
-        succeeded = [o for o in outcomes if o.kind == "succeeded"]
-        others = [o for o in outcomes if o.kind != "succeeded"]
+        outcomes, later = _one_per_job(outcomes)
         statements: list[Statement] = []
         if started:
             statements.append(("started", self._started_params(owner, started)))
-        if succeeded:
-            statements.append(("succeeded", self._succeeded_params(owner, succeeded)))
-        for o in others:
-            statements.extend(self._outcome_statements(owner, o))
+        if outcomes:
+            statements.extend(self._finish_statements(owner, outcomes))
         if limit > 0:
             statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
         if ahead > 0:
             params = self._claim_params(owner, ahead, lease_seconds, queues)
             statements.append(("claim_ahead", params))
-        if limit > 0 or ahead > 0:
-            results = self._claim_many(statements)
-        else:
-            results = self._query_many(statements) if statements else []
-        claimed_ahead = self._claimed(results.pop(), owner) if ahead > 0 else []
-        jobs = self._claimed(results.pop(), owner) if limit > 0 else []
-        confirmed = [r[0] for r in results.pop(0)] if started else []
-        recorded = self._recorded([o.job for o in succeeded], others, results)
-        recorded.started, recorded.ahead = confirmed, {j.id for j in claimed_ahead}
-        return recorded, jobs + claimed_ahead
+        ran = self._claim_many(statements) if limit > 0 or ahead > 0 else (
+            self._query_many(statements) if statements else [])  # fmt: skip
+        rows = {name: r for (name, _), r in zip(statements, ran, strict=True)}
+        claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
+        recorded = self._recorded(outcomes, rows.get("finish", []), rows.get("settled", []))
+        recorded.started = [r[0] for r in rows.get("started", [])]
+        recorded.ahead = {j.id for j in claimed_ahead}
+        if later:
+            recorded.add(self.record(owner, later))
+        return recorded, self._claimed(rows.get("claim", []), owner) + claimed_ahead
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
-    def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
-        """The statements of one outcome; the last one's rows tell whether it applied."""
-        return [(TRANSITIONS[outcome.kind].query, self._outcome_params(owner, outcome))]
+    def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
+        """``finish`` applying ``outcomes`` as their rows of the state machine say, then the
+        jobs it settled other than by success, read back (their hooks and alerts get them)."""
+        params = {"owner": owner, "now": self._now(), **self._decisions(outcomes)}
+        statements: list[Statement] = [("finish", params)]
+        others = [o.job.id for o in outcomes if o.kind != "succeeded"]
+        if others:
+            statements.append(("settled", {"ids": self._ids_param(others)}))
+        return statements
 
-    def _succeeded_params(self, owner: str, succeeded: Sequence[Outcome]) -> dict[str, Any]:
-        return {
-            "owner": owner, "now": self._now(), "ids": [o.job.id for o in succeeded],
-            "attempts": [o.job.attempts for o in succeeded],
-            "durations": [o.duration for o in succeeded],
-        }  # fmt: skip
+    def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+        """The ``:decisions`` of ``finish``, in the dialect's form (see ``decision``)."""
+        raise NotImplementedError
 
-    def _outcome_params(self, owner: str, o: Outcome) -> dict[str, Any]:
-        return {
-            "id": o.job.id, "attempt": o.job.attempts, "owner": owner, "error": o.error,
-            "delay": o.delay, "run_after": self._in(o.delay), "now": self._now(),
-            "duration": o.duration, "outcome": TRANSITIONS[o.kind].counted,
-        }  # fmt: skip
-
-    def _recorded(self, done: list[Job], others: list[Outcome], results: list[Rows]) -> Recorded:
+    def _recorded(self, outcomes: Sequence[Outcome], applied: Rows, settled: Rows) -> Recorded:
+        """Sort ``outcomes`` by what ``finish`` returned: ``(id, status)`` of those it
+        applied (a job asked to stop ends cancelled, whatever its attempt came to)."""
+        status = {row[0]: row[1] for row in applied}
+        jobs = {job.id: job for job in map(self._job, settled)}
         out = Recorded()
-        if done:
-            applied = {r[0] for r in results.pop(0)}
-            out.succeeded = [j for j in done if j.id in applied]
-            out.stale = [j for j in done if j.id not in applied]
-        per_outcome = len(results) // len(others) if others else 0
-        for i, outcome in enumerate(others):
-            rows = results[(i + 1) * per_outcome - 1]
-            if rows:
-                job = self._job(rows[0])
-                # A job asked to stop ends cancelled, whatever the attempt came to.
-                kind = "cancelled" if job.status is JobState.CANCELLED else outcome.kind
-                getattr(out, kind).append(job)
+        for o in outcomes:
+            now = status.get(o.job.id)
+            if now is None:
+                out.stale.append(o.job)
+            elif o.kind == "succeeded":
+                out.succeeded.append(o.job)
             else:
-                out.stale.append(outcome.job)
+                getattr(out, "cancelled" if now == "cancelled" else o.kind).append(jobs[o.job.id])
         return out
 
     def release(
@@ -239,20 +230,24 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         """Put claimed-but-unfinished jobs back to pending without counting the attempt.
         Those of ``ran`` (ids) had started and are cut short: each gets a ``released``
         history row (numbered minus the attempt it gives back) saying ``grace`` ran out."""
-        now = self._now()
-        groups = [
-            self._release_statements({
-                "id": j.id, "attempt": j.attempts, "owner": owner, "now": now,
-                "ran": j.id in ran, "error": released_error(j, grace),
-            })
-            for j in jobs
-        ]  # fmt: skip
-        results = self._query_many([s for g in groups for s in g]) if groups else []
-        ends = [sum(len(g) for g in groups[: i + 1]) - 1 for i in range(len(groups))]
-        return [results[e][0][0] for e in ends if results[e]]
+        if not jobs:
+            return []
+        params = {"owner": owner, "now": self._now(), **self._releases(jobs, ran, grace)}
+        statements = self._release_statements(params)
+        ran_rows = self._query_many(statements)
+        rows = {name: r for (name, _), r in zip(statements, ran_rows, strict=True)}
+        back = {r[0] for r in rows["release"]}
+        return [j.id for j in jobs if j.id in back]
+
+    def _releases(
+        self, jobs: Sequence[Job], ran: Collection[int], grace: float | None
+    ) -> dict[str, Any]:
+        """The jobs ``release`` puts back, in the dialect's form: id, attempt, whether it
+        ran, and the error of its history row."""
+        raise NotImplementedError
 
     def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
-        """The statements releasing one job; the last one's rows tell whether it applied."""
+        """The statements releasing the jobs of ``params``; ``release`` returns their ids."""
         return [("release", params)]
 
     def note_late(self, outcomes: Sequence[Outcome], outage: float) -> set[int]:
@@ -460,6 +455,43 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
         return len(self._query("prune", cutoff=cutoff, batch=batch))
+
+
+def decision(o: Outcome) -> tuple[Any, ...]:
+    """One outcome as ``finish`` applies it: the job's id and attempt (its guard), then its
+    row of ``job.STATE_MACHINE`` (target, attempt change, snooze change, whether it
+    finishes, what the history counts: None for a success, whose attempt is the job row)
+    and the run's delay (None unless back in line), error, result and duration."""
+    target, attempts, snoozes, finishes, counted, waits = DECIDED[o.kind]
+    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes,
+            o.delay if waits else None, o.error, o.result, o.duration, counted)  # fmt: skip
+
+
+def _decided(t: Transition) -> tuple[Any, ...]:
+    waits = t.target is JobState.PENDING
+    counted = None if t.target is JobState.DONE else t.counted
+    return str(t.target), t.attempts, t.snoozes, t.finishes, counted, waits
+
+
+DECIDED = {t.name: _decided(t) for t in STATE_MACHINE if t.query == "finish"}
+"""Each outcome's row of the state machine as ``decision`` hands it on (made once: a worker
+decides for every job it runs)."""
+
+
+def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[Outcome]]:
+    """``outcomes`` split so that a job is in the first part once (``finish`` returns rows by
+    id); the rest (another attempt of a job already there: rare) is recorded after."""
+    ids = {o.job.id for o in outcomes}
+    if len(ids) == len(outcomes):
+        return outcomes, []
+    first: dict[int, Outcome] = {}
+    later: list[Outcome] = []
+    for o in outcomes:
+        if o.job.id in first:
+            later.append(o)
+        else:
+            first[o.job.id] = o
+    return list(first.values()), later
 
 
 def released_error(job: Job, grace: float | None) -> str:

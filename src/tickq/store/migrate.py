@@ -2,7 +2,8 @@
 
 Each backend supplies only how to hold the migration lock (``_migrating``), how to run a
 script (``_run_script``) and the bookkeeping queries' dialect (``migrations_*`` in its
-``sql/<dialect>.sql``).
+``sql/<dialect>.sql``). What the migrations build is written out whole, table by table, in
+``sql/schema/<dialect>.sql`` (the schema of record; a test keeps the two equal).
 """
 
 from __future__ import annotations

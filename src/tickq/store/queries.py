@@ -29,14 +29,19 @@ OUT_OF_ATTEMPTS = "attempts >= max_attempts"
 CANCEL_REQUESTED = "cancel_requested_at IS NOT NULL"
 """A running job asked to stop (``q.cancel``): it ends cancelled, never retried."""
 
-REQUESTED_ERROR = (
-    "(CASE WHEN cancel_requested_at IS NULL OR :outcome = 'cancelled' "
-    "THEN CAST(:error AS text) "
+ASKED_TO_STOP = f"({CANCEL_REQUESTED} AND f.next_status <> 'done')"
+"""The one decision ``finish`` leaves to SQL, over a ``tickq_jobs`` row and its decision
+``f``: a job asked to stop (``q.cancel``) while it ran ends cancelled, its attempt counted,
+whatever the run came to; a success still succeeds. (The worker may not have heard of the
+request yet: only the row knows.)"""
+
+STOP_ERROR = (
+    "(CASE WHEN f.next_status = 'cancelled' THEN f.error_text "
     "ELSE 'Cancel: cancel requested while attempt ' || attempts || ' was running; it then "
-    "stopped with ' || COALESCE(CAST(:error AS text), 'no error') END)"
+    "stopped with ' || COALESCE(f.error_text, 'no error') END)"
 )
-"""The error of an attempt that raised: as raised, or (asked to stop, and the worker had not
-heard yet) saying so first."""
+"""The error of a run that ``ASKED_TO_STOP`` ends cancelled: as raised when it raised
+``Cancel``, else saying first that it was asked to stop."""
 
 EXPIRED_ERROR = (
     "(CASE WHEN cancel_requested_at IS NULL THEN 'LeaseExpired: attempt ' || attempts || "
@@ -114,7 +119,8 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{duration_bucket}", duration_bucket_sql())
     sql = sql.replace("{rescued_status}", rescued_status_sql())
     sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
-    sql = sql.replace("{requested_error}", REQUESTED_ERROR)
+    sql = sql.replace("{asked_to_stop}", ASKED_TO_STOP)
+    sql = sql.replace("{stop_error}", STOP_ERROR)
     sql = sql.replace("{expired_error}", EXPIRED_ERROR)
     sql = sql.replace("{refund_error}", REFUND_ERROR)
     sql = sql.replace("{holders_back}", HOLDERS_BACK)

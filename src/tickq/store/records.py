@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..job import OUTCOMES, Frozen, Job, NewJob
+from ..job import OUTCOMES, TRANSITIONS, Frozen, Job, NewJob, Transition
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +37,11 @@ class Outcome(Frozen):
     ) -> Outcome:  # fmt: skip
         return tuple.__new__(cls, (job, kind, error, delay, duration, result))
 
+    @property
+    def transition(self) -> Transition:
+        """The row of ``job.STATE_MACHINE`` this outcome applies: the whole decision."""
+        return TRANSITIONS[self.kind]
+
 
 RECORDED_FIELDS = (*OUTCOMES, "stale")
 """The outcomes ``record`` sorts jobs into, named as the cycle's report counts them."""
@@ -60,6 +65,13 @@ class Recorded:
         self.stale: list[Job] = []
         self.started: list[int] = []
         self.ahead: set[int] = set()
+
+    def add(self, other: Recorded) -> None:
+        """Take in what another ``record`` applied."""
+        for name in RECORDED_FIELDS:
+            getattr(self, name).extend(getattr(other, name))
+        self.started.extend(other.started)
+        self.ahead |= other.ahead
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in RECORDED_FIELDS)

@@ -16,14 +16,14 @@ from ..errors import (
     DatabaseUnavailable,
     SchemaMissing,
 )
-from .base import SqlStore
+from .base import SqlStore, decision, released_error
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Collection, Iterator, Sequence
     from typing import Any
 
     from ..clock import Clock
@@ -328,10 +328,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _ids_param(self, ids: Sequence[int]) -> Any:
         return dumps(list(ids))
 
-    def _succeeded_params(self, owner: str, succeeded: Sequence[Outcome]) -> dict[str, Any]:
-        # [[id, attempt, duration, result], ...]: the succeeded query reads it with json_each.
-        pairs = dumps([[o.job.id, o.job.attempts, o.duration, o.result] for o in succeeded])
-        return {"owner": owner, "now": self._now(), "pairs": pairs}
+    def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+        # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
+        # the due time (SQLite's times are computed here).
+        rows = [decision(o) for o in outcomes]
+        if any(row[6] is not None for row in rows):
+            rows = [(*r[:6], self._in(r[6]), *r[7:]) if r[6] is not None else r for r in rows]
+        return {"decisions": dumps(rows)}
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
@@ -362,9 +365,12 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
-    def _outcome_statements(self, owner: str, outcome: Outcome) -> list[Statement]:
-        params = self._outcome_params(owner, outcome)
-        return [("add_attempt", params), *super()._outcome_statements(owner, outcome)]
+    def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
+        # No data-modifying CTE here: the history rows go first, under finish's own guard.
+        statements = super()._finish_statements(owner, outcomes)
+        if any(o.kind != "succeeded" for o in outcomes):
+            statements.insert(0, ("add_attempts", statements[0][1]))
+        return statements
 
     def rescue_expired(self, grace: float = 0.0) -> Rescued:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
@@ -384,7 +390,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         return [(name, params) for name in names]
 
     def _release_statements(self, params: dict[str, Any]) -> list[Statement]:
-        return [("add_released_attempt", params), ("release", params)]
+        return [("add_released_attempts", params), ("release", params)]
+
+    def _releases(
+        self, jobs: Sequence[Job], ran: Collection[int], grace: float | None
+    ) -> dict[str, Any]:
+        rows = [[j.id, j.attempts, j.id in ran, released_error(j, grace)] for j in jobs]
+        return {"releases": dumps(rows)}
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
         # [[id, attempt], ...]: the started query reads it with json_each.

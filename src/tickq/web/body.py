@@ -24,11 +24,8 @@ class BodyRefused(Exception):
 
 
 def too_large(limit: int) -> BodyRefused:
-    return BodyRefused(
-        413,
-        f"the body is larger than this endpoint's limit of {limit} bytes (max_body= of "
-        "@q.webhook raises it)",
-    )
+    """413; the route adds how to raise its limit."""
+    return BodyRefused(413, f"the body is larger than this endpoint's limit of {limit} bytes")
 
 
 def declared_length(value: str | None, limit: int) -> int | None:

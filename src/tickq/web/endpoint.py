@@ -1,24 +1,30 @@
-"""The tick and health endpoints, written once for every adapter (ASGI, WSGI, Flask, Django).
-
-An adapter turns its request into a ``Request``, asks ``Endpoint.check`` (method and token:
-no I/O) and then runs the route's handler (database work: off the event loop), and sends
-the ``Response`` back. The route table is the one place a new endpoint goes.
+"""The tick, health and metrics endpoints, written once for every adapter (ASGI, WSGI,
+Flask, Django, FastAPI: see ``routing``). The route table is the one place a new endpoint
+goes.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigurationError
 from ..heartbeat import heartbeat_url, ping
 from ..logger import library_logger
 from ..tick import strict_problems
+from .http import (
+    JSON_HEADERS,
+    Request,
+    Response,
+    error,
+    extra_headers,
+    head_or_get,
+    json_response,
+)
 from .options import (
     CURRENT_SOURCES,
     MAX_AUTH_HEADER,
@@ -37,6 +43,12 @@ from .options import (
 from .qstash import HEADER as QSTASH_HEADER
 from .qstash import Claims, Refused, check_body, check_token, signing_keys
 from .query import QueryError, parse_flag, parse_limit, parse_query
+from .routing import Route, answer, serve
+
+__all__ = [  # the request, response and route moved out; importable here as before
+    "TICK_MAX_BODY", "Endpoint", "EndpointOptions", "Request", "Response", "Route", "error",
+    "failure_response", "head_or_get", "json_response", "token_matches", "warn_at_start_up",
+]  # fmt: skip
 
 if TYPE_CHECKING:
     from ..store import SqlStore
@@ -56,107 +68,6 @@ if TYPE_CHECKING:
 log = library_logger("tickq")
 TICK_MAX_BODY = 64 * 1024
 """The tick reads its body (for a QStash signature's body hash) up to this many bytes."""
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What the endpoints need of an HTTP request."""
-
-    method: str
-    path: str
-    query: str = ""
-    authorization: bytes | None = None
-    """The raw ``Authorization`` header; None when absent, b"" when unusable."""
-    headers: tuple[tuple[str, str], ...] = ()
-    """Every header as (lower-case name, value decoded as latin-1), in order."""
-    body: bytes = b""
-    """The body, read only for routes that take one (webhooks), within their limit."""
-
-    def header(self, name: str) -> str | None:
-        """The first value of header ``name`` (lower case), or None."""
-        return next((value for key, value in self.headers if key == name), None)
-
-    @classmethod
-    def from_environ(cls, environ: Mapping[str, Any]) -> Request:
-        """From a WSGI environ (also Flask's ``request.environ``, Django's ``request.META``)."""
-        raw = environ.get("HTTP_AUTHORIZATION")
-        try:
-            auth = None if raw is None else str(raw).encode("latin-1")
-        except UnicodeEncodeError:  # not what a server could have received
-            auth = b""
-        return cls(
-            method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
-            path=str(environ.get("PATH_INFO", "") or "/"),
-            query=str(environ.get("QUERY_STRING", "")),
-            authorization=auth,
-            headers=headers_of(environ),
-        )
-
-
-def headers_of(environ: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """The headers of a WSGI environ (``HTTP_X_HUB_SIGNATURE_256`` -> x-hub-signature-256)."""
-    found = []
-    for key, value in environ.items():
-        if key.startswith("HTTP_"):
-            found.append((key[5:].replace("_", "-").lower(), str(value)))
-        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
-            found.append((key.replace("_", "-").lower(), str(value)))
-    return tuple(found)
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    status: int
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = ()
-    content_type: str = "application/json"
-    length: int | None = None
-    """The ``Content-Length`` when it is not the body's (the answer to HEAD)."""
-
-    @property
-    def reason(self) -> str:
-        return HTTPStatus(self.status).phrase
-
-    @property
-    def content_length(self) -> int:
-        return len(self.body) if self.length is None else self.length
-
-    def all_headers(self) -> list[tuple[str, str]]:
-        return [
-            ("content-type", self.content_type),
-            ("cache-control", "no-store"),
-            ("content-length", str(self.content_length)),
-            *self.headers,
-        ]
-
-
-def json_response(status: int, data: Any, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    return Response(status, json.dumps(data).encode(), tuple(headers))
-
-
-def error(status: int, message: str, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    return json_response(status, {"error": message}, headers)
-
-
-@dataclass(frozen=True)
-class Route:
-    """One endpoint: ``protected`` routes need the bearer token; ``max_body`` is how many
-    bytes of body the handler reads at most (0: it reads none); with ``body_header``, only
-    a request carrying that header has its body read (the tick: QStash's signed calls)."""
-
-    name: str
-    path: str
-    methods: tuple[str, ...]
-    handler: Callable[[Request], Response]
-    protected: bool = False
-    max_body: int = 0
-    body_header: str | None = None
-
-    def reads_body(self, request: Request) -> bool:
-        """Whether the handler takes ``request``'s body."""
-        if not self.max_body:
-            return False
-        return self.body_header is None or request.header(self.body_header) is not None
 
 
 class RouteSource(Protocol):
@@ -183,16 +94,17 @@ class Endpoint:
                 self.options.path,
                 tick_methods,
                 self.tick,
-                protected=True,
+                guard=self.authorize,
                 max_body=TICK_MAX_BODY,
                 body_header=QSTASH_HEADER,
+                method_hint=" (GET too with allow_get=True)",
             ),
             Route("health", self.options.health_path, ("GET", "HEAD"), self.health),
         ]
         if self.options.metrics:
-            self.routes.append(
-                Route("metrics", self.options.metrics_path, ("GET", "HEAD"), self.metrics, True)
-            )
+            path, methods = self.options.metrics_path, ("GET", "HEAD")
+            guard = self.authorize_metrics
+            self.routes.append(Route("metrics", path, methods, self.metrics, guard))
         taken = {route.path: route.name for route in self.routes}
         for route in self.webhooks.routes() if self.webhooks else ():
             if route.path in taken:
@@ -218,23 +130,8 @@ class Endpoint:
             return self.webhooks.find(path)
         return found
 
-    def check(self, route: Route | None, request: Request) -> Response | None:
-        """The answer when ``request`` must not reach the handler; cheap, no I/O."""
-        if route is None:
-            return error(404, f"no tickq endpoint at {request.path!r}")
-        if request.method not in route.methods:
-            allowed = ", ".join(route.methods)
-            hint = " (GET too with allow_get=True)" if route.name == "tick" else ""
-            return error(
-                405,
-                f"{request.method} is not allowed here; use {allowed}{hint}",
-                [("allow", allowed)],
-            )
-        if not route.protected:
-            return None
-        return (
-            self.authorize_metrics(request) if route.name == "metrics" else self.authorize(request)
-        )
+    def not_found(self, request: Request) -> Response:
+        return error(404, f"no tickq endpoint at {request.path!r}")
 
     def handle(
         self,
@@ -242,28 +139,10 @@ class Endpoint:
         route: Route | None = None,
         read: Callable[[int], bytes] | None = None,
     ) -> Response:
-        """Check and run ``request`` here (blocking); for WSGI and framework views.
+        """Check and run ``request`` here (blocking), on ``route`` or the one at its path;
         ``read(n)`` reads the body, for routes that take one. The answer to HEAD has no
         body."""
-        return head_or_get(request, self._handle(request, route, read))
-
-    def _handle(
-        self, request: Request, route: Route | None, read: Callable[[int], bytes] | None
-    ) -> Response:
-        route = route or self.find(request.path)
-        refused = self.check(route, request)
-        if refused is not None or route is None:  # check() answers 404 for no route
-            return refused or error(404, f"no tickq endpoint at {request.path!r}")
-        if route.reads_body(request):
-            from .body import BodyRefused, declared_length, read_all
-
-            try:
-                length = declared_length(request.header("content-length"), route.max_body)
-                body = read_all(read, length, route.max_body) if read is not None else b""
-            except BodyRefused as exc:
-                return error(exc.status, exc.message)
-            request = replace(request, body=body)
-        return route.handler(request)
+        return serve(self, request, read) if route is None else answer(route, request, read)
 
     def authorize(self, request: Request) -> Response | None:
         keys = signing_keys()
@@ -313,7 +192,8 @@ class Endpoint:
         import time
 
         token, host = request.header(QSTASH_HEADER) or "", request.header("host")
-        return check_token(token, keys, host, request.path, request.query, time.time())
+        return check_token(token, keys, host, request.path, request.query_string,
+                           time.time())  # fmt: skip
 
     def refused_qstash_call(self, request: Request) -> Response | None:
         """For a signed call: 401 when the body is not the one signed or the token was
@@ -351,7 +231,7 @@ class Endpoint:
         if refused is not None:
             return refused
         try:
-            params = parse_query(request.query, TICK_PARAMS)
+            params = parse_query(request.query_string, TICK_PARAMS)
             limit = parse_limit(params.get("limit"), self.options.limit, self.options.max_limit)
             strict = parse_flag("strict", params.get("strict"))
         except QueryError as exc:
@@ -391,7 +271,7 @@ class Endpoint:
                 "error": type(exc).__name__,
                 "message": message,
             }
-            return json_response(503, report, refused.headers)
+            return json_response(503, report, extra_headers(refused))
         return json_response(200 if report["ok"] else 503, report)
 
     def metrics(self, request: Request) -> Response:
@@ -401,7 +281,7 @@ class Endpoint:
             body = render(self.queue).encode()
         except Exception as exc:
             return failure_response("no metrics", exc)
-        return Response(200, body, content_type=CONTENT_TYPE)
+        return Response(200, body, [("content-type", CONTENT_TYPE), JSON_HEADERS[1]])
 
 
 def warn_at_start_up(message: str) -> None:
@@ -427,16 +307,6 @@ def _shown_by_logging(logger: Any) -> bool:
                 return True
         current = current.parent if current.propagate else None
     return False
-
-
-def head_or_get(request: Request, response: Response) -> Response:
-    """A HEAD request gets the status and headers a GET would, ``Content-Length``
-    included, and no body: whatever the answer (404, 405, 401, 503...). A server that
-    passed a body on would have the client read it as the start of the next response on
-    a kept-alive connection."""
-    if request.method != "HEAD" or not response.body:
-        return response
-    return replace(response, body=b"", length=len(response.body))
 
 
 def failure_response(what: str, exc: Exception) -> Response:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..job_options import EnqueueOptions
 from ..logger import library_logger
 from ..webhooks.verifiers import WebhookRejected, parse_event
-from .endpoint import Request, Response, Route, error, json_response
+from .http import Request, Response, error, json_response
 from .options import RETRY_AFTER_SECONDS
+from .routing import Route
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,7 +70,7 @@ class Receiver:
         self.runtime, self.definition = runtime, definition
 
     def __call__(self, request: Request) -> Response:
-        headers = dict(reversed(request.headers))  # the first value of a repeated header wins
+        headers = dict(reversed(request.headers.pairs))  # the first value of a repeated header wins
         try:
             job, sent = self.new_job(headers, request.body)
         except WebhookRejected as refused:
@@ -126,10 +128,8 @@ class Receiver:
         event_id = verifier.event_id(headers, event, body)
         meta = {"webhook": webhook_meta(definition.path, verifier, event_id, headers, body)}
         try:
-            job = self.runtime.new_job(
-                definition.job, {definition.param: event}, meta=meta,
-                unique_key=definition.unique_key(event_id), unique_scope="all",
-            )  # fmt: skip
+            once = EnqueueOptions(unique_key=definition.unique_key(event_id), unique_scope="all")
+            job = self.runtime.new_job(definition.job, {definition.param: event}, once, meta)
         except (TypeError, ValueError) as exc:
             raise WebhookRejected(400, f"the event can't be stored as a job: {exc}") from None
         return job, meta["webhook"]

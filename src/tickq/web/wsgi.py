@@ -1,23 +1,25 @@
-"""The endpoints as a plain WSGI app, for gunicorn, waitress or any WSGI server."""
+"""tickq's routes as a plain WSGI app, for gunicorn, waitress or any WSGI server."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .endpoint import Endpoint, Request
+from .http import Request
+from .routing import Site, serve
 
 
 class WsgiApp:
-    """``q.wsgi_app()``: a WSGI application serving the tick and health endpoints."""
+    """``q.wsgi_app()``: a WSGI application serving the routes of ``site`` (the tick
+    endpoint, with the dashboard beside it when asked for)."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
-        self.endpoint = endpoint
+    def __init__(self, site: Site) -> None:
+        self.site = site
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        response = self.endpoint.handle(Request.from_environ(environ), None, body_reader(environ))
+        response = serve(self.site, Request.from_environ(environ), body_reader(environ))
         start_response(f"{response.status} {response.reason}", response.all_headers())
         return [response.body]
 

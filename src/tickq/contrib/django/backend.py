@@ -11,10 +11,9 @@ from typing import Any
 
 from ...errors import ConfigurationError
 from ...job import Job
-from ...job_options import check_max_attempts
+from ...job_options import DEFAULT_JOB_OPTIONS, DEFAULT_MAX_SNOOZE, EnqueueOptions, JobOptions
 from ...queue import Queue
-from ...registry import DEFAULT_MAX_SNOOZE, JobFunction, check_max_snooze
-from ...retry import as_backoff
+from ...registry import JobFunction, define
 from .compat import BaseTaskBackend, InvalidTask, Task, TaskResultDoesNotExist, normalize_json
 from .database import database_url
 
@@ -95,7 +94,7 @@ class TickqBackend(BaseTaskBackend):
         q._runtime.finish_hooks.append(functools.partial(self._finished, q))
         q._runtime.retry_hooks.append(functools.partial(retried, q))
         for task in self._shared.tasks.values():
-            self._define(q, task)
+            self._define(q, task, self._shared.options[task.module_path])
         for name, args, options in self._shared.schedules:
             q.schedule(*args, name=name, **options)(_job_function(q, name))
         return q
@@ -106,12 +105,10 @@ class TickqBackend(BaseTaskBackend):
 
             finished(self, q, job)
 
-    def _define(self, q: Queue, task: TickqTask) -> None:
+    def _define(self, q: Queue, task: TickqTask, options: JobOptions) -> None:
         from .run import runner
 
-        q.job(name=task.module_path, max_attempts=task.max_attempts or 4,
-              backoff=task.backoff, timeout=task.timeout,
-              max_snooze=task.max_snooze)(runner(self, task, q))  # fmt: skip
+        q._add_job(define(runner(self, task, q), options))
 
     def add_schedule(self, task: TickqTask, args: tuple[Any, ...], options: dict[str, Any]) -> None:
         with self._shared.lock:
@@ -145,14 +142,15 @@ class TickqBackend(BaseTaskBackend):
         if not isinstance(task, TickqTask):
             raise InvalidTask(f"{task.module_path} is not a tickq task; use @task from django")
         try:
-            _check_options(task)
+            options = job_options(task)
         except (ConfigurationError, TypeError, ValueError) as exc:
             raise InvalidTask(f"{task.module_path}: {exc}") from None
         with self._shared.lock:
             if task.module_path not in self._shared.tasks:
                 self._shared.tasks[task.module_path] = task
+                self._shared.options[task.module_path] = options
                 if self._shared.queue is not None:
-                    self._define(self._shared.queue, task)
+                    self._define(self._shared.queue, task, options)
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         from django.db import connections
@@ -161,11 +159,9 @@ class TickqBackend(BaseTaskBackend):
 
         self.validate_task(task)
         payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
-        job_id = self.queue.enqueue(
-            task.module_path, payload, conn=connections[self.database], queue=task.queue_name,
-            priority=task.priority, run_after=task.run_after, unique_key=task.unique_key,
-            max_attempts=task.max_attempts,
-        )  # fmt: skip
+        job_id = self.queue._enqueue(
+            task.module_path, payload, enqueue_options(task), connections[self.database]
+        )
         return enqueued(self, task, job_id, payload)
 
     def get_result(self, result_id: str) -> Any:
@@ -203,6 +199,7 @@ class _Shared:
     """One alias's tasks, schedules and Queue, for every backend Django makes of it."""
 
     tasks: dict[str, TickqTask] = dataclasses.field(default_factory=dict)
+    options: dict[str, JobOptions] = dataclasses.field(default_factory=dict)  # by task
     schedules: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = dataclasses.field(
         default_factory=list
     )
@@ -257,13 +254,23 @@ def _job_id(result_id: Any) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
 
 
-def _check_options(task: TickqTask) -> None:
-    if task.max_attempts is not None:
-        check_max_attempts(task.max_attempts)
-    as_backoff(task.backoff)
-    if task.timeout is not None and not task.timeout > 0:
-        raise ConfigurationError(f"timeout must be positive seconds, got {task.timeout}")
-    check_max_snooze(task.max_snooze)
+def job_options(task: TickqTask) -> JobOptions:
+    """The job options of ``task`` (Django's ``queue_name`` and ``priority`` are per
+    enqueue: ``enqueue_options``)."""
+    attempts = task.max_attempts
+    return JobOptions(
+        name=task.module_path, backoff=task.backoff, timeout=task.timeout,
+        max_snooze=task.max_snooze,
+        max_attempts=DEFAULT_JOB_OPTIONS.max_attempts if attempts is None else attempts,
+    )  # fmt: skip
+
+
+def enqueue_options(task: TickqTask) -> EnqueueOptions:
+    """The options each enqueue of ``task`` stores its job with."""
+    return EnqueueOptions(
+        run_after=task.run_after, unique_key=task.unique_key, priority=task.priority,
+        queue=task.queue_name, max_attempts=task.max_attempts,
+    )  # fmt: skip
 
 
 def _check_schedule(

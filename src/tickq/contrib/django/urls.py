@@ -26,9 +26,8 @@ def _view(name: str) -> Any:
     def tickq_view(request: Any) -> Any:
         from tickq.web.django import view
 
-        endpoint = _endpoint()
-        route = next(r for r in endpoint.routes if r.name == name)
-        return view(endpoint, route)(request)
+        route = next(r for r in _endpoint().routes if r.name == name)
+        return view(route)(request)
 
     tickq_view.__name__ = f"tickq_{name}"
     return csrf_exempt(tickq_view)
@@ -60,9 +59,9 @@ def _dashboard_view(request: Any, rest: str = "") -> Any:
 
     def build(q: Any) -> Any:
         from tickq.dashboard import Dashboard
-        from tickq.dashboard.adapters import django_view
+        from tickq.web.django import view
 
-        return django_view(Dashboard(q, prefix="/tickq", auth=staff_only))
+        return view(Dashboard(q, prefix="/tickq", auth=staff_only).web_route)
 
     backend = backend_for(getattr(settings, "TICKQ_BACKEND", "default"))
     return backend.per_queue("dashboard", build)(request, rest)

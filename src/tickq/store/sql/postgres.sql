@@ -44,7 +44,7 @@ SELECT j.id, j.unique_key FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: wake
 -- Not a query: the CTE that statements putting jobs in line end with (insert, insert_many,
--- retried, snoozed), after a CTE "due" (queue, run_after) of those jobs. One notification
+-- finish), after a CTE "due" (queue, run_after) of those jobs. One notification
 -- per queue at commit: its name when a job is due now (what every version sends and
 -- hears); "<queue><US><ms>" (US: chr(31)) when its first job is due in ms milliseconds, at
 -- most {wake_horizon} from now (a worker learns of later ones at its next look). Identical
@@ -63,7 +63,7 @@ wake AS (
 
 -- name: claim
 -- id = ANY(ARRAY(...)) keeps the plan on the primary key; a join against the locked
--- subquery made the planner hash-join over the whole table. tickq_due (migration 4) picks
+-- subquery made the planner hash-join over the whole table. tickq_due (schema/postgres.sql) picks
 -- and locks the due rows in claim order, always through the claim index. Claimed to start
 -- at once, a job is marked 1 (unconfirmed) like a claim ahead until the next round trip
 -- says it started (or records its outcome), so a process killed between this commit and
@@ -100,133 +100,97 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id
 
--- name: succeeded
-UPDATE tickq_jobs
-SET status = 'done', finished_at = COALESCE(CAST(:now AS timestamptz), now()),
-    updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-    lease_owner = NULL, lease_expires_at = NULL,
-    duration = (CAST(:durations AS float8[]))[array_position(CAST(:ids AS bigint[]), id)],
-    result = (CAST(:results AS json[]))[array_position(CAST(:ids AS bigint[]), id)]
-WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND lease_owner = :owner
-  AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
-RETURNING id
-
--- name: retried
--- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried. The
--- retry's due time wakes listening workers ({@wake}), wherever the attempt ran.
-WITH j AS (
+-- name: finish
+-- Applies a batch of decisions, one per outcome, each made from its row of
+-- job.STATE_MACHINE: the arrays of f, read in parallel. Each is guarded by (running,
+-- attempt, owner), so a late or repeated one changes nothing. The one decision left to SQL
+-- is {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
+-- NULL keeps the last one (a success, a snooze); a delay of NULL keeps run_after. A run
+-- that counts one gets its history row (a snoozed one numbered by its snooze too), and
+-- jobs back in line wake listening workers for their due time ({@wake}). "(status =
+-- 'running') IS TRUE" is the guard written so the planner can't prove the partial lease
+-- index from it: a prepared (generic) plan then guessed one running row, scanned that
+-- index and unnested the decisions again for each row it found (2.5x the old cost); this
+-- way it walks the decisions and looks each job up by its primary key.
+WITH f AS (
+    SELECT * FROM unnest(
+        CAST(:ids AS bigint[]), CAST(:attempts AS int[]), CAST(:statuses AS text[]),
+        CAST(:attempt_changes AS int[]), CAST(:snooze_changes AS int[]),
+        CAST(:finishes AS boolean[]), CAST(:delays AS float8[]), CAST(:errors AS text[]),
+        CAST(:results AS json[]), CAST(:seconds AS float8[]), CAST(:counted AS text[]))
+        AS f(job_id, attempt, next_status, attempt_change, snooze_change, finishes, delay,
+             error_text, result_json, seconds, counted)),
+j AS (
     UPDATE tickq_jobs
-    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-        finished_at = CASE WHEN cancel_requested_at IS NOT NULL
-                           THEN COALESCE(CAST(:now AS timestamptz), now()) END,
-        last_error = {requested_error},
-        run_after = COALESCE(CAST(:now AS timestamptz), now()) + make_interval(secs => :delay),
-        lease_owner = NULL, lease_expires_at = NULL,
-        updated_at = COALESCE(CAST(:now AS timestamptz), now())
-    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-    RETURNING *),
-a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
-                                duration)
-    SELECT id, attempts, attempted_at, updated_at,
-           CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
-           last_error, :duration FROM j
-    ON CONFLICT DO NOTHING),
-due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
-{@wake}
-SELECT {job_columns} FROM j WHERE (SELECT count(*) FROM wake) >= 0
-
--- name: snoozed
--- A run that raised Snooze: back to pending with its attempt given back (as release does),
--- the snooze counted; max_snooze runs from the start of the first snoozed run. Its history
--- row is numbered by the attempt it gave back and by its snooze. A job asked to stop
--- (cancel_requested_at) ends cancelled instead, its attempt counted. Wakes listening
--- workers for its new due time, as retried does.
-WITH j AS (
-    UPDATE tickq_jobs
-    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-        attempts = attempts - CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
-        finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL
-                           ELSE COALESCE(CAST(:now AS timestamptz), now()) END,
-        last_error = CASE WHEN cancel_requested_at IS NULL THEN last_error
-                          ELSE {requested_error} END,
-        run_after = COALESCE(CAST(:now AS timestamptz), now()) + make_interval(secs => :delay),
-        snoozes = snoozes + CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
-        snoozed_since = CASE WHEN cancel_requested_at IS NULL
+    SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
+        attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
+        snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE f.snooze_change END,
+        snoozed_since = CASE WHEN f.snooze_change > 0 AND NOT {asked_to_stop}
                              THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
+        run_after = CASE WHEN f.delay IS NULL THEN run_after
+                         ELSE COALESCE(CAST(:now AS timestamptz), now())
+                              + make_interval(secs => f.delay) END,
+        finished_at = CASE WHEN f.finishes OR {asked_to_stop}
+                           THEN COALESCE(CAST(:now AS timestamptz), now()) END,
+        last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
+                          ELSE COALESCE(f.error_text, last_error) END,
+        duration = f.seconds, result = f.result_json,
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_owner = NULL, lease_expires_at = NULL,
         updated_at = COALESCE(CAST(:now AS timestamptz), now())
-    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-    RETURNING *),
+    FROM f
+    WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+      AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
+    RETURNING tickq_jobs.id, tickq_jobs.status, tickq_jobs.queue, tickq_jobs.run_after,
+              tickq_jobs.attempted_at, tickq_jobs.updated_at, tickq_jobs.snoozes,
+              tickq_jobs.last_error, f.attempt, f.snooze_change, f.error_text, f.seconds,
+              f.counted, tickq_jobs.cancel_requested_at IS NOT NULL
+                             AND f.next_status <> 'done' AS asked),
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
                                 error, duration)
-    SELECT id, :attempt, CASE WHEN status = 'cancelled' THEN 0 ELSE snoozes END,
-           attempted_at, updated_at,
-           CASE WHEN status = 'cancelled' THEN 'cancelled' ELSE :outcome END,
-           CASE WHEN status = 'cancelled' THEN last_error ELSE :error END, :duration FROM j
+    SELECT id, attempt, CASE WHEN snooze_change > 0 AND NOT asked THEN snoozes ELSE 0 END,
+           attempted_at, updated_at, CASE WHEN asked THEN 'cancelled' ELSE counted END,
+           CASE WHEN asked THEN last_error ELSE error_text END, seconds
+    FROM j WHERE counted IS NOT NULL
     ON CONFLICT DO NOTHING),
 due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
 {@wake}
-SELECT {job_columns} FROM j WHERE (SELECT count(*) FROM wake) >= 0
+SELECT id, status FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
--- name: failed
--- A job asked to stop (cancel_requested_at) ends cancelled instead: no failure alert.
-WITH j AS (
-    UPDATE tickq_jobs
-    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END,
-        last_error = {requested_error},
-        finished_at = COALESCE(CAST(:now AS timestamptz), now()),
-        updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-        lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-    RETURNING *),
-a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
-                                duration)
-    SELECT id, attempts, attempted_at, updated_at,
-           CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
-           last_error, :duration FROM j
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
-
--- name: cancelled
-WITH j AS (
-    UPDATE tickq_jobs
-    SET status = 'cancelled', last_error = :error,
-        finished_at = COALESCE(CAST(:now AS timestamptz), now()),
-        updated_at = COALESCE(CAST(:now AS timestamptz), now()),
-        lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-    RETURNING *),
-a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome, error,
-                                duration)
-    SELECT id, attempts, attempted_at, updated_at, :outcome, :error, :duration FROM j
-    ON CONFLICT DO NOTHING)
-SELECT {job_columns} FROM j
+-- name: settled
+-- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts.
+SELECT {job_columns} FROM tickq_jobs WHERE id = ANY(CAST(:ids AS bigint[]))
 
 -- name: release
--- Back to pending, the attempt not counted. A run cut short (:ran: it had started) keeps a
--- history row, numbered minus the attempt it gave back (as a refund is) and told apart
--- from a refund and from earlier releases of that number by a negative snooze number.
-WITH j AS (
+-- Back to pending, the attempt not counted: the jobs of :ids (with :attempts), read in
+-- parallel with :ran and :errors. A run cut short (ran: it had started) keeps a history
+-- row, numbered minus the attempt it gave back (as a refund is) and told apart from a
+-- refund and from earlier releases of that number by a negative snooze number. The guard
+-- is written as finish's is, for the same reason.
+WITH f AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:attempts AS int[]),
+                         CAST(:ran AS boolean[]), CAST(:errors AS text[]))
+        AS f(job_id, attempt, ran, error_text)),
+j AS (
     UPDATE tickq_jobs
     SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
-    WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-      AND cancel_requested_at IS NULL
-    RETURNING id, attempts + 1 AS attempt, attempted_at),
+    FROM f
+    WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+      AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
+      AND tickq_jobs.cancel_requested_at IS NULL
+    RETURNING tickq_jobs.id, f.attempt, tickq_jobs.attempted_at, f.ran, f.error_text),
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
                                 error)
     SELECT j.id, -j.attempt,
            -1 - (SELECT count(*) FROM tickq_attempts p
                  WHERE p.job_id = j.id AND p.attempt = -j.attempt AND p.snooze < 0),
-           j.attempted_at, COALESCE(CAST(:now AS timestamptz), now()), 'released', :error
-    FROM j WHERE CAST(:ran AS boolean)
+           j.attempted_at, COALESCE(CAST(:now AS timestamptz), now()), 'released',
+           j.error_text
+    FROM j WHERE j.ran
     ON CONFLICT DO NOTHING)
 SELECT id FROM j
 
@@ -482,7 +446,7 @@ RETURNING t.id
 -- name: db_now
 SELECT now()
 
--- Schedules and ticks (schema 2) -------------------------------------------------------
+-- Schedules and ticks (migration 2) ----------------------------------------------------
 
 -- name: earliest_unpaused
 -- (A fragment.) When the first pending job outside paused queues comes due. With no queue

@@ -100,92 +100,85 @@ WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
   AND tickq_jobs.lease_owner = :owner
 RETURNING tickq_jobs.id
 
--- name: succeeded
--- :pairs is [[id, attempt, duration, result], ...] (result: JSON text or null); UPDATE ...
--- FROM reads each once (a correlated look-up per row would cost more than the statement).
-UPDATE tickq_jobs
-SET status = 'done', finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL, duration = f.duration, result = f.result
-FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
-             json_extract(value, '$[2]') AS duration, json_extract(value, '$[3]') AS result
-      FROM json_each(:pairs)) AS f
-WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
-  AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
-RETURNING tickq_jobs.id
+-- name: decisions
+-- (A fragment.) The decisions of :decisions, JSON [[job_id, attempt, next_status,
+-- attempt_change, snooze_change, finishes, due, error_text, result_json, seconds, counted],
+-- ...], one per outcome, each made from its row of job.STATE_MACHINE (see finish).
+(SELECT json_extract(value, '$[0]') AS job_id, json_extract(value, '$[1]') AS attempt,
+        json_extract(value, '$[2]') AS next_status,
+        json_extract(value, '$[3]') AS attempt_change,
+        json_extract(value, '$[4]') AS snooze_change, json_extract(value, '$[5]') AS finishes,
+        json_extract(value, '$[6]') AS due, json_extract(value, '$[7]') AS error_text,
+        json_extract(value, '$[8]') AS result_json, json_extract(value, '$[9]') AS seconds,
+        json_extract(value, '$[10]') AS counted
+ FROM json_each(:decisions))
 
--- name: retried
--- A job asked to stop (cancel_requested_at) ends cancelled instead: never retried.
-UPDATE tickq_jobs
-SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-    finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE :now END,
-    run_after = :run_after, last_error = {requested_error},
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-RETURNING {job_columns}
-
--- name: snoozed
--- A run that raised Snooze: back to pending with its attempt given back (as release does),
--- the snooze counted; max_snooze runs from the start of the first snoozed run. A job asked
--- to stop (cancel_requested_at) ends cancelled instead, its attempt counted.
-UPDATE tickq_jobs
-SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-    attempts = attempts - CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
-    finished_at = CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE :now END,
-    last_error = CASE WHEN cancel_requested_at IS NULL THEN last_error ELSE {requested_error} END,
-    run_after = :run_after,
-    snoozes = snoozes + CASE WHEN cancel_requested_at IS NULL THEN 1 ELSE 0 END,
-    snoozed_since = CASE WHEN cancel_requested_at IS NULL
-                         THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-RETURNING {job_columns}
-
--- name: failed
--- A job asked to stop (cancel_requested_at) ends cancelled instead: no failure alert.
-UPDATE tickq_jobs
-SET status = CASE WHEN cancel_requested_at IS NULL THEN 'failed' ELSE 'cancelled' END,
-    last_error = {requested_error}, finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-RETURNING {job_columns}
-
--- name: cancelled
-UPDATE tickq_jobs
-SET status = 'cancelled', last_error = :error, finished_at = :now, updated_at = :now,
-    lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-RETURNING {job_columns}
-
--- name: add_attempt
--- Runs just before retried / snoozed / failed / cancelled, in the same transaction and
--- under the same guard, so an attempt is recorded exactly when its outcome is. A snoozed
--- run is numbered by its snooze too (its attempt number is given back). A job asked to
--- stop records its attempt as cancelled, whatever it came to.
+-- name: add_attempts
+-- Runs just before finish, in its transaction and under its guard, so a run is in the
+-- history exactly when its outcome is: one row per decision that counts one (a success's
+-- attempt is the job row itself). A snoozed run is numbered by its snooze too (its attempt
+-- number is given back). A job asked to stop records its attempt as cancelled.
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
                             duration)
 SELECT id, attempts,
-       CASE WHEN :outcome = 'snoozed' AND cancel_requested_at IS NULL THEN snoozes + 1
-            ELSE 0 END,
+       CASE WHEN f.snooze_change > 0 AND cancel_requested_at IS NULL
+            THEN snoozes + f.snooze_change ELSE 0 END,
        attempted_at, :now,
-       CASE WHEN cancel_requested_at IS NULL THEN :outcome ELSE 'cancelled' END,
-       {requested_error}, :duration FROM tickq_jobs
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
+       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.counted END,
+       CASE WHEN {asked_to_stop} THEN {stop_error} ELSE f.error_text END, f.seconds
+FROM tickq_jobs JOIN {@decisions} AS f ON tickq_jobs.id = f.job_id
+WHERE f.counted IS NOT NULL AND tickq_jobs.attempts = f.attempt
+  AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
 ON CONFLICT DO NOTHING
 
--- name: add_released_attempt
--- Runs just before release, in its transaction: a run cut short (:ran: it had started)
--- keeps a history row, numbered minus the attempt it gives back (as a refund is) and told
--- apart from a refund and from earlier releases of that number by a negative snooze.
+-- name: finish
+-- Applies a batch of decisions (see decisions), each guarded by (running, attempt, owner),
+-- so a late or repeated one changes nothing. The one decision left to SQL is
+-- {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
+-- NULL keeps the last one (a success, a snooze); a due of NULL keeps run_after. The job
+-- row's duration and result are read only once it is done (before, they are the last run's).
+UPDATE tickq_jobs
+SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
+    attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
+    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE f.snooze_change END,
+    snoozed_since = CASE WHEN f.snooze_change > 0 AND NOT {asked_to_stop}
+                         THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
+    run_after = COALESCE(f.due, run_after),
+    finished_at = CASE WHEN f.finishes OR {asked_to_stop} THEN :now END,
+    last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
+                      ELSE COALESCE(f.error_text, last_error) END,
+    duration = f.seconds, result = f.result_json,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = :now
+FROM {@decisions} AS f
+WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+  AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
+RETURNING tickq_jobs.id, tickq_jobs.status
+
+-- name: settled
+-- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts.
+SELECT {job_columns} FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: releases
+-- (A fragment.) The jobs of :releases, JSON [[job_id, attempt, ran, error_text], ...]: ran
+-- when the run had started (it is cut short), with the error its history row says.
+(SELECT json_extract(value, '$[0]') AS job_id, json_extract(value, '$[1]') AS attempt,
+        json_extract(value, '$[2]') AS ran, json_extract(value, '$[3]') AS error_text
+ FROM json_each(:releases))
+
+-- name: add_released_attempts
+-- Runs just before release, in its transaction: a run cut short (it had started) keeps a
+-- history row, numbered minus the attempt it gives back (as a refund is) and told apart
+-- from a refund and from earlier releases of that number by a negative snooze.
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error)
 SELECT id, -attempts,
        -1 - (SELECT count(*) FROM tickq_attempts p
              WHERE p.job_id = tickq_jobs.id AND p.attempt = -tickq_jobs.attempts
                AND p.snooze < 0),
-       attempted_at, :now, 'released', :error
-FROM tickq_jobs
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-  AND cancel_requested_at IS NULL AND :ran
+       attempted_at, :now, 'released', f.error_text
+FROM tickq_jobs JOIN {@releases} AS f ON tickq_jobs.id = f.job_id
+WHERE f.ran AND tickq_jobs.attempts = f.attempt AND tickq_jobs.status = 'running'
+  AND tickq_jobs.lease_owner = :owner AND tickq_jobs.cancel_requested_at IS NULL
 ON CONFLICT DO NOTHING
 
 -- name: release
@@ -193,9 +186,11 @@ UPDATE tickq_jobs
 SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_expires_at = NULL, updated_at = :now
-WHERE id = :id AND status = 'running' AND attempts = :attempt AND lease_owner = :owner
-  AND cancel_requested_at IS NULL
-RETURNING id
+FROM {@releases} AS f
+WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+  AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
+  AND tickq_jobs.cancel_requested_at IS NULL
+RETURNING tickq_jobs.id
 
 -- name: extend_leases
 -- Also confirms the start of the :started ones (a renewal is the next round trip of a
@@ -372,7 +367,7 @@ SET concurrency = excluded.concurrency, rate = excluded.rate, per = excluded.per
 -- Types this process registers without limits (:types, JSON) are no longer limited.
 DELETE FROM tickq_limits WHERE type IN (SELECT value FROM json_each(:types))
 
--- Schedules and ticks (schema 2) -------------------------------------------------------
+-- Schedules and ticks (migration 2) ----------------------------------------------------
 
 -- name: record_tick
 INSERT INTO tickq_ticks (id, last_tick_at, ticks) VALUES (1, :now, 1)

@@ -1,0 +1,312 @@
+-- tickq's schema of record (PostgreSQL): what a fully migrated empty schema holds, written
+-- out whole, functions as the last migration that replaced them left them. Read it to
+-- know the tables; build them with q.migrate() (or `tickq migrate`), which applies the
+-- numbered scripts in ../migrations/postgres/ and records each in tickq_migrations.
+-- tests/test_schema_of_record.py checks that the two agree, so a new migration comes with
+-- its change here. Objects go in the connection's search_path schema.
+-- "Due" and leases are judged by the database's clock (now()), never a client's.
+
+-- The jobs: one row per job, from enqueue until it is pruned.
+CREATE TABLE tickq_jobs (
+    id               BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    type             TEXT        NOT NULL,  -- the job function's registered name
+    queue            TEXT        NOT NULL DEFAULT 'default',
+    -- payload: `json`, not jsonb: the text exactly as enqueued (jsonb would rewrite -0.0,
+    -- 1e+16 and key order, and refuse "\u0000").
+    payload          JSON        NOT NULL DEFAULT '{}',
+    status           TEXT        NOT NULL DEFAULT 'pending'
+                     CHECK (status IN ('pending', 'running', 'done', 'failed', 'cancelled')),
+    priority         INTEGER     NOT NULL DEFAULT 0,  -- higher is claimed first
+    attempts         INTEGER     NOT NULL DEFAULT 0,  -- attempts counted, the running one too
+    max_attempts     INTEGER     NOT NULL DEFAULT 4 CHECK (max_attempts >= 1),
+    run_after        TIMESTAMPTZ NOT NULL DEFAULT now(),  -- not claimed before this time
+    last_error       TEXT,  -- the error of the latest attempt that did not succeed
+    -- unique_key: at most one job per key, while active (unique_scope 'active') or for as
+    -- long as the job stays in the table ('all'); NULL: not unique.
+    unique_key       TEXT,
+    unique_scope     TEXT        CHECK (unique_scope IN ('active', 'all')),
+    lease_owner      TEXT,         -- the process running the job (NULL unless running)
+    lease_expires_at TIMESTAMPTZ,  -- when a rescue may take the job back unless renewed
+    meta             JSONB,        -- what tickq tells the job (e.g. a schedule's slot)
+    created_at       TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at       TIMESTAMPTZ NOT NULL DEFAULT now(),
+    attempted_at     TIMESTAMPTZ,  -- when the latest attempt was claimed
+    finished_at      TIMESTAMPTZ,  -- when it became done, failed or cancelled
+    duration         DOUBLE PRECISION,  -- seconds the successful attempt's function ran
+    result           JSON,         -- what the job function returned, kept when it succeeded
+    -- ahead: 0 = not claimed, or claimed and its start confirmed; 1 = claimed (at once or
+    -- ahead of free slots), start not yet confirmed: a rescue refunds the attempt (1 means
+    -- something only while running); 2 = refunded once: never claimed ahead or refunded
+    -- again, so a job that kills its worker each time still runs out of attempts.
+    ahead            SMALLINT    NOT NULL DEFAULT 0,
+    cancel_requested_at TIMESTAMPTZ,  -- when q.cancel() asked the running attempt to stop
+    snoozes          INTEGER     NOT NULL DEFAULT 0,  -- times it raised Snooze (not attempts)
+    snoozed_since    TIMESTAMPTZ   -- its first snooze since enqueue or a manual retry
+);
+
+-- Claiming: only pending rows are indexed, so millions of done rows cost nothing.
+CREATE INDEX tickq_jobs_claim ON tickq_jobs (priority DESC, run_after, id)
+    WHERE status = 'pending';
+-- Rescuing jobs whose worker stopped renewing its lease.
+CREATE INDEX tickq_jobs_lease ON tickq_jobs (lease_expires_at) WHERE status = 'running';
+-- Unique jobs, enforced by the database: one active job per key...
+CREATE UNIQUE INDEX tickq_jobs_unique_active ON tickq_jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND status IN ('pending', 'running');
+-- ...and, for unique_scope = 'all', one job per key for as long as it stays in the table.
+CREATE UNIQUE INDEX tickq_jobs_unique_all ON tickq_jobs (unique_key)
+    WHERE unique_scope = 'all';
+-- Pruning, listing finished jobs by age, and the dashboard's jobs-done-per-hour chart.
+CREATE INDEX tickq_jobs_finished ON tickq_jobs (finished_at, status) WHERE finished_at IS NOT NULL;
+-- Failed and cancelled jobs by queue and type, counted from the index alone.
+CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
+    WHERE status IN ('failed', 'cancelled');
+-- Jobs of one type, newest first (keyset pages), and the recent alert deliveries.
+CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
+-- Search by unique key, whatever the job's status or scope.
+CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
+
+-- The history: one row per finished attempt that did not succeed (a success is read
+-- from the job row), and per run not counted as an attempt. Pruned with its job.
+CREATE TABLE tickq_attempts (
+    job_id      BIGINT      NOT NULL,
+    -- attempt: its number; when refunded or released, minus the number it gave back.
+    attempt     INTEGER     NOT NULL,
+    started_at  TIMESTAMPTZ,           -- when the attempt was claimed
+    finished_at TIMESTAMPTZ NOT NULL,
+    -- outcome: error, lease_expired, cancelled, snoozed, refunded or released.
+    outcome     TEXT        NOT NULL,
+    error       TEXT,
+    duration    DOUBLE PRECISION,      -- seconds its function ran, as measured
+    -- snooze: 0 for an attempt; n for the job's n-th snooze (numbered as the attempt that
+    -- follows it); negative for a release (-1, -2, ... for releases of one number).
+    snooze      INTEGER     NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, attempt, snooze)
+);
+-- Alerts count the failed attempts of one type within a window.
+CREATE INDEX tickq_attempts_finished ON tickq_attempts (finished_at);
+
+-- Schedule cursors: every slot at or before handled_until has been enqueued (or skipped
+-- as missed). A tick moves it only from the value it read, in the statement that inserts
+-- the slot's job, so a slot is enqueued once ever, even after its job is pruned.
+CREATE TABLE tickq_schedules (
+    name          TEXT        PRIMARY KEY,
+    handled_until TIMESTAMPTZ NOT NULL,
+    last_slot     TIMESTAMPTZ,  -- the latest slot enqueued
+    updated_at    TIMESTAMPTZ NOT NULL
+);
+
+-- One row (id 1): when the last tick began and how many there were, for /health.
+CREATE TABLE tickq_ticks (
+    id           INTEGER     PRIMARY KEY CHECK (id = 1),
+    last_tick_at TIMESTAMPTZ NOT NULL,
+    ticks        BIGINT      NOT NULL DEFAULT 1
+);
+
+-- Processed totals and the duration histogram of pruned jobs: pruning adds the rows it
+-- deletes here first, so those figures never go down.
+CREATE TABLE tickq_totals (
+    queue    TEXT             NOT NULL,
+    type     TEXT             NOT NULL,
+    outcome  TEXT             NOT NULL,  -- done, or an attempts outcome
+    le       TEXT             NOT NULL,  -- the histogram bucket's upper bound ('0.005' ... '+Inf')
+    attempts BIGINT           NOT NULL DEFAULT 0,  -- how many
+    seconds  DOUBLE PRECISION NOT NULL DEFAULT 0,  -- their durations' sum
+    PRIMARY KEY (queue, type, outcome, le)
+);
+
+-- Queue controls, checked inside the claim (tickq_due), so every process on every machine
+-- obeys them (docs/controls.md).
+-- Paused queues: their jobs are not claimed until resumed (enqueueing still works).
+CREATE TABLE tickq_paused (
+    queue     TEXT PRIMARY KEY,
+    paused_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- Limits of job types, written by the first claim of a process that registers the type:
+-- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
+-- (NULL: no such limit). A type listed here is claimed only through its limits, never ahead.
+CREATE TABLE tickq_limits (
+    type        TEXT PRIMARY KEY,
+    concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
+    rate        INTEGER CHECK (rate IS NULL OR rate >= 1),
+    per         DOUBLE PRECISION CHECK (per IS NULL OR per > 0),
+    updated_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- Starts of rate-limited types, kept for one window: the rate check counts them.
+CREATE TABLE tickq_starts (
+    type TEXT        NOT NULL,
+    at   TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX tickq_starts_type ON tickq_starts (type, at);
+
+-- The dashboard's logins (docs/security.md); times are epoch seconds from its clock.
+-- The install's random signing key (one row), made by the first dashboard that needs it.
+CREATE TABLE tickq_dashboard_keys (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
+
+-- One row per logged-in browser. Logout deletes the row; so does expiry.
+CREATE TABLE tickq_dashboard_sessions (
+    id           TEXT PRIMARY KEY,  -- SHA-256 of the cookie's token (never stored itself)
+    password_tag TEXT NOT NULL,     -- ties it to the password it logged in with
+    created_at   DOUBLE PRECISION NOT NULL,
+    expires_at   DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX tickq_dashboard_sessions_expires ON tickq_dashboard_sessions (expires_at);
+
+-- Login attempts being checked or failed, kept for the limiter's window.
+CREATE TABLE tickq_dashboard_logins (
+    id     TEXT PRIMARY KEY,
+    client TEXT NOT NULL,  -- who tried (the limiter counts per client)
+    at     DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX tickq_dashboard_logins_client ON tickq_dashboard_logins (client, at);
+CREATE INDEX tickq_dashboard_logins_at ON tickq_dashboard_logins (at);
+
+-- Signed scheduler calls already accepted (Upstash QStash's JWT ids), kept until their
+-- token expires, so a captured call replayed is refused.
+CREATE TABLE tickq_tokens_seen (
+    jti        TEXT PRIMARY KEY,
+    expires_at DOUBLE PRECISION NOT NULL  -- epoch seconds: the token's exp
+);
+CREATE INDEX tickq_tokens_seen_expiry ON tickq_tokens_seen (expires_at);
+
+-- The migrations applied (q.migrate() creates this table itself, before the first one).
+CREATE TABLE IF NOT EXISTS tickq_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,  -- the script's file name without .sql
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- The claims' functions. Each walks the claim index in claim order, locking the rows it
+-- returns (FOR UPDATE SKIP LOCKED), with sorts and bitmap scans off: before a table's first
+-- ANALYZE the planner could otherwise sort every due pending row to find the first few.
+-- The claim that calls one moves every id it returns to running.
+
+-- The due jobs of limited types, as many as their limits allow now; the rate limit's
+-- starts are written here. One claimer at a time looks at a type (a transaction-scoped
+-- advisory lock, which transaction poolers allow); others skip it rather than wait.
+-- Running jobs whose lease ran out don't count: their worker is gone.
+CREATE FUNCTION tickq_due_limited(lim integer, queues text[], at timestamptz)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE
+SET enable_sort = off
+SET enable_bitmapscan = off
+AS $$
+DECLARE
+    t record;
+    ts timestamptz;
+    allowed integer;
+    ids bigint[];
+BEGIN
+    FOR t IN SELECT l.type, l.concurrency, l.rate, l.per FROM tickq_limits l ORDER BY l.type LOOP
+        EXIT WHEN lim <= 0;
+        CONTINUE WHEN NOT pg_try_advisory_xact_lock(
+            hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
+        -- The time once the lock is held, not the transaction's start: the starts the rate
+        -- limit counts are then in the order they happened.
+        ts := COALESCE(at, clock_timestamp());
+        allowed := lim;
+        IF t.concurrency IS NOT NULL THEN
+            allowed := LEAST(allowed, t.concurrency - (
+                SELECT count(*) FROM tickq_jobs
+                WHERE status = 'running' AND type = t.type AND lease_expires_at > ts));
+        END IF;
+        IF t.rate IS NOT NULL THEN
+            allowed := LEAST(allowed, t.rate - (
+                SELECT count(*) FROM tickq_starts
+                WHERE type = t.type AND tickq_starts.at > ts - make_interval(secs => t.per)));
+        END IF;
+        CONTINUE WHEN allowed <= 0;
+        ids := ARRAY(
+            SELECT id FROM tickq_jobs
+            WHERE status = 'pending' AND run_after <= ts AND type = t.type
+              AND (queues IS NULL OR queue = ANY(queues))
+              AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+            ORDER BY priority DESC, run_after, id
+            LIMIT allowed
+            FOR UPDATE SKIP LOCKED);
+        IF t.rate IS NOT NULL AND cardinality(ids) > 0 THEN
+            DELETE FROM tickq_starts
+            WHERE type = t.type AND tickq_starts.at <= ts - make_interval(secs => t.per);
+            INSERT INTO tickq_starts (type, at) SELECT t.type, ts FROM unnest(ids);
+        END IF;
+        lim := lim - cardinality(ids);
+        RETURN QUERY SELECT unnest(ids);
+    END LOOP;
+END
+$$;
+
+-- Up to `lim` due jobs (at: the injected clock's now, NULL: the database's) in `queues`
+-- (NULL: all) for a claim to start at once: limited types first, through
+-- tickq_due_limited; paused queues skipped. With no queue paused and no limit declared it
+-- is one walk of the claim index (two probes of empty tables more).
+CREATE FUNCTION tickq_due(lim integer, queues text[], at timestamptz)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE
+SET enable_sort = off
+SET enable_bitmapscan = off
+AS $$
+DECLARE
+    taken integer := 0;
+BEGIN
+    IF EXISTS (SELECT 1 FROM tickq_limits) THEN
+        RETURN QUERY SELECT tickq_due_limited(lim, queues, at);
+        GET DIAGNOSTICS taken = ROW_COUNT;
+    ELSIF NOT EXISTS (SELECT 1 FROM tickq_paused) THEN
+        RETURN QUERY
+        SELECT id FROM tickq_jobs
+        WHERE status = 'pending' AND run_after <= COALESCE(at, now())
+          AND (queues IS NULL OR queue = ANY(queues))
+        ORDER BY priority DESC, run_after, id
+        LIMIT lim
+        FOR UPDATE SKIP LOCKED;
+        RETURN;
+    END IF;
+    IF lim - taken > 0 THEN
+        RETURN QUERY
+        SELECT id FROM tickq_jobs
+        WHERE status = 'pending' AND run_after <= COALESCE(at, now())
+          AND (queues IS NULL OR queue = ANY(queues))
+          AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+          AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+        ORDER BY priority DESC, run_after, id
+        LIMIT lim - taken
+        FOR UPDATE SKIP LOCKED;
+    END IF;
+END
+$$;
+
+-- tickq_due for claims ahead of a worker's free slots: the same walk, skipping jobs once
+-- refunded (ahead = 2), paused queues and limited types (never claimed ahead).
+CREATE FUNCTION tickq_due_ahead(lim integer, queues text[], at timestamptz)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE
+SET enable_sort = off
+SET enable_bitmapscan = off
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM tickq_limits) AND NOT EXISTS (SELECT 1 FROM tickq_paused) THEN
+        RETURN QUERY
+        SELECT id FROM tickq_jobs
+        WHERE status = 'pending' AND run_after <= COALESCE(at, now())
+          AND (queues IS NULL OR queue = ANY(queues)) AND ahead < 2
+        ORDER BY priority DESC, run_after, id
+        LIMIT lim
+        FOR UPDATE SKIP LOCKED;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND run_after <= COALESCE(at, now())
+      AND (queues IS NULL OR queue = ANY(queues)) AND ahead < 2
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+    ORDER BY priority DESC, run_after, id
+    LIMIT lim
+    FOR UPDATE SKIP LOCKED;
+END
+$$;

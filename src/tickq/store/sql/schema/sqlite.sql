@@ -1,0 +1,194 @@
+-- tickq's schema of record (SQLite): what a fully migrated empty database holds, written
+-- out whole. Read it to know the tables; build them with q.migrate() (or `tickq migrate`),
+-- which applies the numbered scripts in ../migrations/sqlite/ and records each in
+-- tickq_migrations. tests/test_schema_of_record.py checks that the two agree, so a new
+-- migration comes with its change here.
+-- Times are ISO-8601 UTC text with microseconds ('2026-01-02T03:04:05.000006+00:00'), one
+-- fixed format so text order is time order, unless a column says "epoch seconds".
+
+-- The jobs: one row per job, from enqueue until it is pruned.
+CREATE TABLE tickq_jobs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, even after a prune
+    type             TEXT    NOT NULL,  -- the job function's registered name
+    queue            TEXT    NOT NULL DEFAULT 'default',
+    payload          TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(payload)),  -- as enqueued
+    status           TEXT    NOT NULL DEFAULT 'pending'
+                     CHECK (status IN ('pending', 'running', 'done', 'failed', 'cancelled')),
+    priority         INTEGER NOT NULL DEFAULT 0,  -- higher is claimed first
+    attempts         INTEGER NOT NULL DEFAULT 0,  -- attempts counted, the running one too
+    max_attempts     INTEGER NOT NULL DEFAULT 4 CHECK (max_attempts >= 1),
+    run_after        TEXT    NOT NULL,  -- not claimed before this time
+    last_error       TEXT,  -- the error of the latest attempt that did not succeed
+    -- unique_key: at most one job per key, while active (unique_scope 'active') or for as
+    -- long as the job stays in the table ('all'); NULL: not unique.
+    unique_key       TEXT,
+    unique_scope     TEXT    CHECK (unique_scope IN ('active', 'all')),
+    lease_owner      TEXT,  -- the process running the job (NULL unless running)
+    lease_expires_at TEXT,  -- when a rescue may take the job back unless its owner renews
+    meta             TEXT,  -- JSON object: what tickq tells the job (e.g. a schedule's slot)
+    created_at       TEXT    NOT NULL,
+    updated_at       TEXT    NOT NULL,
+    attempted_at     TEXT,  -- when the latest attempt was claimed
+    finished_at      TEXT,  -- when it became done, failed or cancelled (NULL until then)
+    duration         REAL,  -- seconds the successful attempt's function ran, as measured
+    result           TEXT,  -- JSON: what the job function returned, kept when it succeeded
+    -- ahead: 0 = not claimed, or claimed and its start confirmed; 1 = claimed (at once or
+    -- ahead of free slots), start not yet confirmed: a rescue refunds the attempt (1 means
+    -- something only while running); 2 = refunded once: never claimed ahead or refunded
+    -- again, so a job that kills its worker each time still runs out of attempts.
+    ahead            INTEGER NOT NULL DEFAULT 0,
+    cancel_requested_at TEXT,  -- when q.cancel() asked the running attempt to stop
+    snoozes          INTEGER NOT NULL DEFAULT 0,  -- times it raised Snooze (not attempts)
+    snoozed_since    TEXT,     -- its first snooze since enqueue or a manual retry
+    -- lease_clock: '<monotonic clock> <lease_expires_at>' the lease was measured with
+    -- (e.g. 'boot:<id> ...'); lease_mono: when the lease runs out on that clock. A rescuer
+    -- on the same clock judges by lease_mono, any other by lease_expires_at.
+    lease_clock      TEXT,
+    lease_mono       REAL
+);
+
+-- Claiming: only pending rows are indexed, so millions of done rows cost nothing.
+CREATE INDEX tickq_jobs_claim ON tickq_jobs (priority DESC, run_after, id)
+    WHERE status = 'pending';
+-- Rescuing jobs whose worker stopped renewing its lease.
+CREATE INDEX tickq_jobs_lease ON tickq_jobs (lease_expires_at) WHERE status = 'running';
+-- Unique jobs, enforced by the database: one active job per key...
+CREATE UNIQUE INDEX tickq_jobs_unique_active ON tickq_jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND status IN ('pending', 'running');
+-- ...and, for unique_scope = 'all', one job per key for as long as it stays in the table.
+CREATE UNIQUE INDEX tickq_jobs_unique_all ON tickq_jobs (unique_key)
+    WHERE unique_scope = 'all';
+-- Pruning, listing finished jobs by age, and the dashboard's jobs-done-per-hour chart.
+CREATE INDEX tickq_jobs_finished ON tickq_jobs (finished_at, status) WHERE finished_at IS NOT NULL;
+-- Failed and cancelled jobs by queue and type, counted from the index alone.
+CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
+    WHERE status IN ('failed', 'cancelled');
+-- Jobs of one type, newest first (keyset pages), and the recent alert deliveries.
+CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
+-- Search by unique key, whatever the job's status or scope.
+CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
+
+-- The history: one row per finished attempt that did not succeed (a success is read
+-- from the job row), and per run not counted as an attempt. Pruned with its job.
+CREATE TABLE tickq_attempts (
+    job_id      INTEGER NOT NULL,
+    -- attempt: its number; when refunded or released, minus the number it gave back.
+    attempt     INTEGER NOT NULL,
+    -- snooze: 0 for an attempt; n for the job's n-th snooze (numbered as the attempt that
+    -- follows it); negative for a release (-1, -2, ... for releases of one number).
+    snooze      INTEGER NOT NULL DEFAULT 0,
+    started_at  TEXT,              -- when the attempt was claimed
+    finished_at TEXT    NOT NULL,
+    -- outcome: error, lease_expired, cancelled, snoozed, refunded or released.
+    outcome     TEXT    NOT NULL,
+    error       TEXT,
+    duration    REAL,              -- seconds its function ran, as measured
+    PRIMARY KEY (job_id, attempt, snooze)
+);
+-- Alerts count the failed attempts of one type within a window.
+CREATE INDEX tickq_attempts_finished ON tickq_attempts (finished_at);
+
+-- Schedule cursors: every slot at or before handled_until has been enqueued (or skipped
+-- as missed). A tick moves it only from the value it read, in the transaction that
+-- inserts the slot's job, so a slot is enqueued once ever, even after its job is pruned.
+CREATE TABLE tickq_schedules (
+    name          TEXT PRIMARY KEY,
+    handled_until TEXT NOT NULL,
+    last_slot     TEXT,  -- the latest slot enqueued
+    updated_at    TEXT NOT NULL
+);
+
+-- One row (id 1): when the last tick began and how many there were, for /health.
+CREATE TABLE tickq_ticks (
+    id           INTEGER PRIMARY KEY CHECK (id = 1),
+    last_tick_at TEXT    NOT NULL,
+    ticks        INTEGER NOT NULL DEFAULT 1
+);
+
+-- Processed totals and the duration histogram of pruned jobs: pruning adds the rows it
+-- deletes here first, so those figures never go down.
+CREATE TABLE tickq_totals (
+    queue    TEXT    NOT NULL,
+    type     TEXT    NOT NULL,
+    outcome  TEXT    NOT NULL,  -- done, or an attempts outcome
+    le       TEXT    NOT NULL,  -- the histogram bucket's upper bound ('0.005' ... '+Inf')
+    attempts INTEGER NOT NULL DEFAULT 0,  -- how many
+    seconds  REAL    NOT NULL DEFAULT 0,  -- their durations' sum
+    PRIMARY KEY (queue, type, outcome, le)
+);
+
+-- Queue controls, read by every claim, so every process obeys them (docs/controls.md).
+-- Paused queues: their jobs are not claimed until resumed (enqueueing still works).
+CREATE TABLE tickq_paused (
+    queue     TEXT PRIMARY KEY,
+    paused_at TEXT NOT NULL
+);
+
+-- Limits of job types, written by the first claim of a process that registers the type:
+-- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
+-- (NULL: no such limit). A type listed here is claimed only through its limits, never ahead.
+CREATE TABLE tickq_limits (
+    type        TEXT PRIMARY KEY,
+    concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
+    rate        INTEGER CHECK (rate IS NULL OR rate >= 1),
+    per         REAL    CHECK (per IS NULL OR per > 0),
+    updated_at  TEXT    NOT NULL
+);
+
+-- Starts of rate-limited types, kept for one window: the rate check counts them.
+CREATE TABLE tickq_starts (
+    type TEXT NOT NULL,
+    at   REAL NOT NULL  -- epoch seconds
+);
+CREATE INDEX tickq_starts_type ON tickq_starts (type, at);
+
+-- The dashboard's logins (docs/security.md); times are epoch seconds from its clock.
+-- The install's random signing key (one row), made by the first dashboard that needs it.
+CREATE TABLE tickq_dashboard_keys (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+
+-- One row per logged-in browser. Logout deletes the row; so does expiry.
+CREATE TABLE tickq_dashboard_sessions (
+    id           TEXT PRIMARY KEY,  -- SHA-256 of the cookie's token (never stored itself)
+    password_tag TEXT NOT NULL,     -- ties it to the password it logged in with
+    created_at   REAL NOT NULL,
+    expires_at   REAL NOT NULL
+);
+CREATE INDEX tickq_dashboard_sessions_expires ON tickq_dashboard_sessions (expires_at);
+
+-- Login attempts being checked or failed, kept for the limiter's window.
+CREATE TABLE tickq_dashboard_logins (
+    id     TEXT PRIMARY KEY,
+    client TEXT NOT NULL,  -- who tried (the limiter counts per client)
+    at     REAL NOT NULL
+);
+CREATE INDEX tickq_dashboard_logins_client ON tickq_dashboard_logins (client, at);
+CREATE INDEX tickq_dashboard_logins_at ON tickq_dashboard_logins (at);
+
+-- What each live process's wall clock says (SQLite only: on Postgres the database's clock
+-- decides). A schedule slot comes due when most live clocks say so.
+CREATE TABLE tickq_clocks (
+    owner   TEXT PRIMARY KEY,  -- the process
+    domain  TEXT NOT NULL,     -- the shared monotonic clock it read ('boot:<id>')
+    offset  REAL NOT NULL,     -- its wall seconds since 1970 minus that clock's seconds
+    seen    REAL NOT NULL,     -- that clock's reading when it last said so
+    seen_at TEXT NOT NULL
+);
+
+-- Signed scheduler calls already accepted (Upstash QStash's JWT ids), kept until their
+-- token expires, so a captured call replayed is refused.
+CREATE TABLE tickq_tokens_seen (
+    jti        TEXT PRIMARY KEY,
+    expires_at REAL NOT NULL  -- epoch seconds: the token's exp
+);
+CREATE INDEX tickq_tokens_seen_expiry ON tickq_tokens_seen (expires_at);
+
+-- The migrations applied (q.migrate() creates this table itself, before the first one).
+CREATE TABLE IF NOT EXISTS tickq_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,  -- the script's file name without .sql
+    applied_at TEXT NOT NULL
+);
