@@ -127,7 +127,7 @@ def test_each_job_decorator_lists_the_job_options(
 
 @pytest.mark.parametrize(
     ("entry", "own"),
-    [(Queue.enqueue, ("conn",)), (Queue.enqueue_async, ("conn",)), (Queue.new_job, ("meta",))],
+    [(Queue.enqueue, ("conn",)), (Queue.enqueue_async, ("conn",)), (Queue._new_job, ("meta",))],
 )
 def test_each_enqueue_lists_the_enqueue_options(entry: Callable[..., Any], own: tuple[str]) -> None:
     assert keyword_parameters(entry, *own) == keyword_parameters(EnqueueOptions.__init__)
