@@ -94,5 +94,7 @@ def test_threads_adding_and_dropping_at_once_leave_exactly_what_was_not_dropped(
         t.join()
     assert len(holdings) == threads * per_thread // 2
     assert all(holdings.get(j) is not None for j in kept)
+    assert holdings.count_in_hand() == len(holdings.in_hand()) == len(kept)
     fresh, stale = holdings.collect()
-    assert len(fresh) == threads * per_thread // 2 and stale == []
+    assert len(fresh) == len(kept) and stale == [] and holdings.count_in_hand() == 0
+    assert holdings.unrecorded() == fresh

@@ -73,7 +73,12 @@ class Holdings:
         self._lock = threading.Lock()
         self._held: dict[Key, Held] = {}
         self._order = count(1)
-        self._uncollected = 0  # outcomes handed over and not yet collected
+        # Counts kept with the records, so that the worker's loop need not scan them for
+        # each question it asks several times per round trip.
+        self._uncollected = 0  # outcomes handed over and not yet collected (or dropped)
+        self._in_hand = 0
+        self._collected = 0
+        self._withdrawn = 0
         self.timing = False  # the worker times a batch of outcomes (it wakes by itself)
 
     def __len__(self) -> int:
@@ -97,18 +102,28 @@ class Holdings:
             for job in jobs:
                 held = Held(job, now, now + lease_seconds, started)
                 old = self._held.get(held.key)
-                if old is not None and old.job is not job:
-                    held.replaced = old if old.in_hand else old.replaced
+                if old is not None:
+                    self._count(old, -1)
+                    if old.job is not job:
+                        held.replaced = old if old.in_hand else old.replaced
                 self._held[held.key] = held
+                self._count(held, +1)
 
     def drop(self, jobs: Iterable[Job]) -> list[Job]:
         """Forget ``jobs`` (those of the attempts held); returns them."""
         dropped = []
         with self._lock:
             for job in jobs:
-                if self._held.pop(key_of(job), None) is not None:
+                held = self._held.pop(key_of(job), None)
+                if held is not None:
+                    self._count(held, -1)
                     dropped.append(job)
         return dropped
+
+    def _count(self, held: Held, sign: int) -> None:
+        self._in_hand += sign * held.in_hand
+        self._collected += sign * held.collected
+        self._withdrawn += sign * held.withdrawn
 
     # -- what the pool tells --------------------------------------------------------------
     def start(self, job: Job) -> None:
@@ -150,20 +165,27 @@ class Holdings:
         """Take the outcomes handed over since the last call, in the order they came: those
         to record, and the stale ones of runs a newer claim replaced."""
         with self._lock:
+            if not self._uncollected:
+                self.timing = bool(self._collected)
+                return [], []
             fresh = [h for h in self._held.values() if h.outcome is not None and not h.collected]
             stale = [h.replaced for h in self._held.values() if _ended(h.replaced)]
             for held in fresh:
+                self._count(held, -1)
                 held.collected = True
+                self._count(held, +1)
             for held in self._held.values():
                 if _ended(held.replaced):
                     held.replaced = held.replaced.replaced  # type: ignore[union-attr]
             self._uncollected = 0
-            self.timing = bool(fresh or stale) or any(h.collected for h in self._held.values())
+            self.timing = bool(fresh or stale or self._collected)
         return _outcomes(fresh), _outcomes(stale)  # type: ignore[arg-type]
 
     def unrecorded(self) -> list[Outcome]:
         """The collected outcomes not yet recorded (the worker drops each once recorded)."""
         with self._lock:
+            if not self._collected:
+                return []
             return _outcomes([h for h in self._held.values() if h.collected])
 
     def in_hand(self) -> list[Job]:
@@ -174,7 +196,7 @@ class Holdings:
     def count_in_hand(self) -> int:
         """``len(in_hand())`` without the lock: a signal handler asks it on the thread that
         may hold the lock, and only that thread (the worker's loop) changes the count."""
-        return sum(1 for h in list(self._held.values()) if h.in_hand)
+        return self._in_hand
 
     def lost_in_hand(self) -> list[Job]:
         """Jobs in hand whose lease is gone, and runs a newer claim replaced."""
@@ -187,11 +209,15 @@ class Holdings:
         with self._lock:
             for job in jobs:
                 held = self.get(job)
-                if held is not None:
+                if held is not None and held is self._held[held.key]:
+                    self._count(held, -1)
                     held.withdrawn = True
+                    self._count(held, +1)
 
     def withdrawn(self) -> list[Job]:
         with self._lock:
+            if not self._withdrawn:
+                return []
             return [h.job for h in self._held.values() if h.withdrawn]
 
     def stop_timing(self) -> None:
