@@ -40,8 +40,8 @@ class JobPool:
     ``skip(job)`` is asked just before a job that waited in line starts: True (its lease
     was lost meanwhile) and it is handed back as ``Outcome(job, "stale")`` without running.
     ``started(job)`` is told, from the thread or loop about to run it, that a job starts.
-    An async job's task is kept on its ``Held`` record in ``holdings`` (the worker's, which
-    also holds the job's lease), to cancel it.
+    By default both ask and mark the job's ``Held`` record in ``holdings`` (the worker's,
+    shared with its lease keeper), where an async job's task is kept too, to cancel it.
     """
 
     def __init__(
@@ -55,9 +55,9 @@ class JobPool:
         holdings: Holdings | None = None,
     ) -> None:
         self.size, self.registry, self.done, self.clock = size, registry, done, clock
-        self.skip = skip or (lambda job: False)
-        self.started = started or (lambda job: None)
         self.holdings = Holdings() if holdings is None else holdings
+        self.skip = skip or self.holdings.is_lost
+        self.started = started or self.holdings.start
         self._lock = threading.Lock()
         self._line: deque[Job] = deque()  # handed over, waiting for a free slot
         self._free = size

@@ -102,8 +102,7 @@ class Worker:
         self.keeper = LeaseKeeper(self.store, runtime.owner, runtime.lease_seconds,
                                   self._lease_lost, self.holdings)  # fmt: skip
         self.pool = JobPool(self.concurrency, runtime.registry, self._job_finished,
-                            self.holdings.is_lost, runtime.monotonic, self.holdings.start,
-                            self.holdings)  # fmt: skip
+                            clock=runtime.monotonic, holdings=self.holdings)  # fmt: skip
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
