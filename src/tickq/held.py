@@ -50,7 +50,7 @@ class Held:
         self.collected = False  # the worker's loop took its outcome, to record it
         self.withdrawn = False  # taken out of the line, never started: to give back
         self.task: Future[None] | None = None  # an async run, to cancel
-        self.replaced: Held | None = None  # a lost run of the same attempt, still ending
+        self.replaced: Held | None = None  # the run of this attempt this claim replaced
 
     @property
     def key(self) -> Key:
