@@ -177,7 +177,7 @@ def record_and_claim(
     outcome that waited and comes back stale was taken over meanwhile: its run's history
     row says so."""
     keeper.finished(o.job for o in outcomes)
-    lost = keeper.lost()
+    lost = {o.job.id for o in outcomes if keeper.is_lost(o.job)}
     applied, stale = outcomes, []
     if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "stale"]
