@@ -9,6 +9,7 @@ from __future__ import annotations
 from time import monotonic, sleep
 
 from .execute import execute
+from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
 from .outbox import Outbox
 from .signals import noting_signals
@@ -44,8 +45,7 @@ LATE_AFTER = 1.0
 """Outcomes that waited this many seconds or more for the database and came back stale
 were taken over during the outage: their run's history row says so."""
 
-REPORT_FIELDS = ("claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "rescued",
-                 "stale", "released", "refunded")  # fmt: skip
+REPORT_FIELDS = ("claimed", *OUTCOMES, "rescued", "stale", "released", "refunded")
 
 
 def new_report() -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import SchemaMissing
 from .held import Holdings
+from .job import BACK_IN_LINE
 from .lease import LeaseKeeper
 from .listener import Listener
 from .logger import log
@@ -238,7 +239,7 @@ class Worker:
             raise
         self.keeper.drop(o.job for o in outcomes)
         self._held_since = None
-        self.pacing.retry_soon([o.delay for o in outcomes if o.kind in ("retried", "snoozed")])
+        self.pacing.retry_soon([o.delay for o in outcomes if o.kind in BACK_IN_LINE])
         if any(o.kind == "failed" for o in outcomes):
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
             # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
