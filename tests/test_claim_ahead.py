@@ -242,8 +242,7 @@ def test_the_old_run_of_a_job_refunded_and_claimed_again_is_not_recorded_for_the
     job_id = q.enqueue("quick", {})
     owner = q._runtime.owner
     _, [old] = q._store.record_and_claim(owner, [], 0, 30, ahead=1)
-    worker.keeper.hold([old])
-    worker._running[id(old)] = old  # it runs; its start not yet recorded
+    worker.keeper.hold([old])  # it runs; its start not yet recorded
     clock.advance(seconds=31)  # e.g. the database was out of reach for the whole lease
     assert q._store.rescue_expired().refunded == {job_id}
     worker.keeper.renew()
@@ -252,7 +251,6 @@ def test_the_old_run_of_a_job_refunded_and_claimed_again_is_not_recorded_for_the
     [new] = q._store.claim(owner, 1, 30)
     assert (new.id, new.attempts) == (old.id, old.attempts)
     worker.keeper.hold([new])
-    worker._running[id(new)] = new
 
     worker._job_finished(Outcome(old, "succeeded"))  # the old run ends late
     worker._collect()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from time import monotonic, sleep
 
 from .execute import execute
+from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
 from .outbox import Outbox
 from .signals import noting_signals
@@ -44,8 +45,7 @@ LATE_AFTER = 1.0
 """Outcomes that waited this many seconds or more for the database and came back stale
 were taken over during the outage: their run's history row says so."""
 
-REPORT_FIELDS = ("claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "rescued",
-                 "stale", "released", "refunded")  # fmt: skip
+REPORT_FIELDS = ("claimed", *OUTCOMES, "rescued", "stale", "released", "refunded")
 
 
 def new_report() -> dict[str, Any]:
@@ -177,7 +177,7 @@ def record_and_claim(
     outcome that waited and comes back stale was taken over meanwhile: its run's history
     row says so."""
     keeper.finished(o.job for o in outcomes)
-    lost = keeper.lost()
+    lost = {o.job.id for o in outcomes if keeper.is_lost(o.job)}
     applied, stale = outcomes, []
     if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "stale"]

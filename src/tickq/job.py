@@ -177,6 +177,11 @@ OUTCOMES = tuple(t.name for t in STATE_MACHINE if t.query == "finish")
 cancelled or rescued meanwhile)."""
 
 
+BACK_IN_LINE = tuple(t.name for t in STATE_MACHINE if t.name in OUTCOMES and t.target is _P)
+"""The outcomes that put the job back in line, due after the outcome's delay (retried,
+snoozed): a worker looks again when the first of them comes due."""
+
+
 def out_of_attempts(attempts: int, max_attempts: int) -> bool:
     """True when a job that used ``attempts`` may not run again: an error then fails it,
     and so does a rescue (``store.queries.OUT_OF_ATTEMPTS`` is this rule in SQL)."""

@@ -6,12 +6,14 @@ import threading
 from time import monotonic
 
 from .context import forget_stop, request_stop
+from .held import Holdings
 from .logger import log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from .held import Held
     from .job import Job
     from .store import SqlStore
 
@@ -55,6 +57,9 @@ class LeaseKeeper:
     ``JobContext.cancel_requested``, and an async job's task is cancelled). A renewal also
     confirms the start of the jobs said to have ``started`` since the last one: a long
     job's attempt then counts if its process dies.
+
+    What it knows of each job is that job's ``Held`` record in ``holdings`` (its own, or
+    the worker's, shared with the pool).
     """
 
     def __init__(
@@ -63,86 +68,60 @@ class LeaseKeeper:
         owner: str,
         lease_seconds: float,
         on_lost: Callable[[set[int]], None] | None = None,
+        holdings: Holdings | None = None,
     ) -> None:
         self.store, self.owner, self.lease_seconds = store, owner, lease_seconds
         self.on_lost = on_lost
-        # job id -> (attempt held, monotonic time its lease runs out)
-        self._held: dict[int, tuple[int, float]] = {}
-        self._since: dict[int, float] = {}  # job id -> when it was first held
-        self._asked: set[int] = set()  # job ids told to stop
+        self.holdings = Holdings() if holdings is None else holdings
         self._renew_at = 0.0
         self._look_all = False  # look_now() was called: look at every held job at once
         self._looked = 0.0  # when look_soon() last prompted a look
-        self._lost: set[int] = set()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the thread's life (the records have their own)
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._finished: set[int] = set()  # outcome known: recorded soon, fenced by the store
-        self._started: set[int] = set()  # started, to confirm with the next renewal
         self.failing_since: float | None = None  # monotonic: renewals fail since then
         self.last_outage = 0.0  # seconds the last run of failed renewals lasted
 
     def hold(self, jobs: Iterable[Job], started: bool = False) -> None:
         """Renew the leases of ``jobs`` until dropped (``started``: they start now)."""
-        now = monotonic()
-        deadline = now + self.lease_seconds
+        self.holdings.add(jobs, self.lease_seconds, started)
         with self._lock:
-            for job in jobs:
-                self._held[job.id] = (job.attempts, deadline)
-                self._since[job.id] = now
-                self._lost.discard(job.id)
-                self._finished.discard(job.id)
-                self._asked.discard(job.id)
-                if started:
-                    self._started.add(job.id)
-                else:
-                    self._started.discard(job.id)
             self._stopped = False  # a keeper stopped by close() comes back whole
             if self._thread is None:
-                self._renew_at = now + self.lease_seconds / 3
+                self._renew_at = monotonic() + self.lease_seconds / 3
                 self._thread = threading.Thread(target=self._loop, name="tickq-lease", daemon=True)
                 self._thread.start()
 
     def started(self, job: Job) -> None:
         """``job`` (held) started: the next renewal records it, unless a round trip does."""
-        with self._lock:
-            if self._held.get(job.id, (None,))[0] == job.attempts:
-                self._started.add(job.id)
+        self.holdings.start(job)
 
     def finished(self, jobs: Iterable[Job]) -> None:
         """``jobs`` ran and their outcomes are about to be recorded: keep renewing them until
         dropped, but a lease found gone meanwhile is the record's to judge (it is fenced), not
         a loss to warn about (the record itself may have just ended it)."""
-        with self._lock:
-            self._finished.update(job.id for job in jobs)
+        self.holdings.recording(jobs)
 
     def drop(self, jobs: Iterable[Job]) -> None:
         """Stop renewing ``jobs`` (only the attempts held: a newer claim of the same job
         by this process keeps its lease)."""
-        with self._lock:
-            for job in jobs:
-                if self._held.get(job.id, (job.attempts,))[0] == job.attempts:
-                    self._held.pop(job.id, None)
-                    self._since.pop(job.id, None)
-                    self._lost.discard(job.id)
-                    self._finished.discard(job.id)
-                    self._asked.discard(job.id)
-                    self._started.discard(job.id)
-                forget_stop((job.id, job.attempts, self.owner))
+        jobs = list(jobs)
+        self.holdings.drop(jobs)
+        for job in jobs:
+            forget_stop((job.id, job.attempts, self.owner))
 
     def lost(self) -> set[int]:
-        with self._lock:
-            return set(self._lost)
+        """The ids of held jobs whose lease is gone."""
+        return self.holdings.lost_ids()
 
     def is_lost(self, job: Job) -> bool:
         """True once ``job``'s lease is known to be gone (cheap: no lock, no copy)."""
-        return job.id in self._lost
+        return self.holdings.is_lost(job)
 
     def holding(self) -> bool:
         """True while some job's lease is being renewed."""
-        with self._lock:
-            return bool(self._held)
+        return bool(self.holdings)
 
     def stop(self) -> None:
         """Stop renewing now; the next ``hold`` starts again."""
@@ -164,7 +143,7 @@ class LeaseKeeper:
         """Something changed in the database (SQLite's file watch): look at every held
         job, unless a look was prompted less than ``LOOK_GAP`` ago."""
         now = monotonic()
-        if now - self._looked >= LOOK_GAP and self._held:
+        if now - self._looked >= LOOK_GAP and self.holdings:
             self._looked = now
             self.look_now()
 
@@ -181,58 +160,43 @@ class LeaseKeeper:
         (a short job never costs a look; ``everything``: on every held job) and tell them
         to stop."""
         settled = float("inf") if everything else monotonic() - CANCEL_CHECK
-        with self._lock:
-            ids = [i for i, t in self._since.items()
-                   if t <= settled and i not in self._lost and i not in self._asked]  # fmt: skip
-        if not ids:
+        looked = self.holdings.to_look_at(settled)
+        if not looked:
             return
         try:
-            asked = self.store.cancel_requests(self.owner, ids)
+            asked = self.store.cancel_requests(self.owner, list(looked))
         except Exception:  # the next renewal says what is wrong
             return
-        self._ask_to_stop(asked)
+        self._ask_to_stop(looked, asked)
 
-    def _ask_to_stop(self, ids: Iterable[int]) -> None:
-        with self._lock:
-            asked = {i: self._held[i][0] for i in ids if i in self._held and i not in self._asked}
-            self._asked.update(asked)
-        for job_id, attempt in sorted(asked.items()):
-            log.info("tickq job %s: cancel requested; asking attempt %s to stop", job_id,
-                     attempt, extra={"event": "cancel_requested", "job_id": job_id,
-                                     "attempt": attempt})  # fmt: skip
-            request_stop((job_id, attempt, self.owner))
+    def _ask_to_stop(self, looked: dict[int, Held], ids: Iterable[int]) -> None:
+        asked = self.holdings.ask(looked[i] for i in ids if i in looked)
+        for job in sorted(asked, key=lambda j: j.id):
+            log.info("tickq job %s: cancel requested; asking attempt %s to stop", job.id,
+                     job.attempts, extra={"event": "cancel_requested", "job_id": job.id,
+                                          "attempt": job.attempts})  # fmt: skip
+            request_stop((job.id, job.attempts, self.owner))
 
     def renew(self) -> None:
         """One renewal pass (tests call it directly); it also hears cancel requests."""
         self._renew_at = monotonic() + self.lease_seconds / 3
-        with self._lock:
-            ids = [i for i in self._held if i not in self._lost]
-            began = [i for i in ids if i in self._started]
-        if not ids:
+        renew, began = self.holdings.to_renew()
+        if not renew:
             return
         started = monotonic()
         try:
-            owned = self.store.extend_leases(self.owner, ids, self.lease_seconds, began)
+            owned = self.store.extend_leases(self.owner, list(renew), self.lease_seconds, began)
         except Exception as exc:  # a raw driver error too: the database's, not the keeper's
-            self._renewal_failed(len(ids), exc)
+            self._renewal_failed(len(renew), exc)
             return
         self._renewed()
-        lost = set()
-        with self._lock:
-            self._started.difference_update(began)
-            for job_id in ids:
-                if job_id not in self._held:
-                    continue
-                if job_id in owned:
-                    self._held[job_id] = (self._held[job_id][0], started + self.lease_seconds)
-                elif job_id not in self._finished:
-                    lost.add(job_id)
-            self._lost |= lost
+        gone = self.holdings.renewed(renew, owned, began, started + self.lease_seconds)
+        lost = {held.job.id for held in gone}
         for job_id in sorted(lost):
             log.warning("tickq job %s is no longer ours (rescued, or finished elsewhere)",
                         job_id, extra={"event": "lease_lost", "job_id": job_id})  # fmt: skip
         self._report(lost)
-        self._ask_to_stop(owned.cancel_requested)
+        self._ask_to_stop(renew, owned.cancel_requested)
 
     def _renewal_failed(self, count: int, exc: Exception) -> None:
         """Try again soon; say so once per outage. No lease is given up here: whether a job
@@ -259,7 +223,7 @@ class LeaseKeeper:
     def renew_now(self) -> None:
         """The database is back (the caller just reached it): renew at once, before any
         rescue, instead of at the next ``RETRY``."""
-        if self.failing_since is not None or self._held:
+        if self.failing_since is not None or self.holdings:
             self._renew_at = 0.0
             self._wake.set()
 
@@ -284,7 +248,7 @@ class LeaseKeeper:
         self._wake.wait(max(0.0, min(CANCEL_CHECK, self._renew_at - monotonic())))
         with self._lock:
             self._wake.clear()
-            if self._stopped or not self._held:
+            if self._stopped or not self.holdings:
                 self._thread = None
                 return False
         return True

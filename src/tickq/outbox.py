@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     Settle = Callable[[list[Outcome], Recorded, float], None]
 
 
-class Held:
+class Kept:
     """Outcomes kept together: the owner they were reached under, the jobs whose start to
     record with them, and how long they had already waited when handed over."""
 
@@ -59,7 +59,7 @@ class Outbox:
         self.store, self.owner, self.keeper, self.settle = store, owner, keeper, settle
         self.clock = clock
         self.background = background  # False: only flush() sends (tests drive it)
-        self._held: list[Held] = []
+        self._held: list[Kept] = []
         self._lock = threading.Lock()  # guards _held and _thread
         self._sending = threading.Lock()  # one send at a time: never the same outcome twice
         self._wake = threading.Event()
@@ -74,7 +74,7 @@ class Outbox:
         """Hold ``outcomes`` (their jobs stay held by the lease keeper) until recorded."""
         if not outcomes:
             return
-        held = Held(self.owner(), list(outcomes), list(started), waited, self.clock())
+        held = Kept(self.owner(), list(outcomes), list(started), waited, self.clock())
         with self._lock:
             self._held.append(held)
             if not self._at_exit:  # a script that ends without close(): not silently
@@ -120,7 +120,7 @@ class Outbox:
                     self._give_up(held, exc)
             return done
 
-    def _send(self, held: Held) -> int:
+    def _send(self, held: Kept) -> int:
         recorded = self.store.record_and_claim(held.owner, held.outcomes, 0, 0.0,
                                                started=held.started)[0]  # fmt: skip
         self.keeper.drop(o.job for o in held.outcomes)
@@ -131,7 +131,7 @@ class Outbox:
                  extra={"event": "held_outcomes_recorded"})  # fmt: skip
         return len(held.outcomes) - len(recorded.stale)
 
-    def _give_up(self, held: Held, exc: Exception) -> None:
+    def _give_up(self, held: Kept, exc: Exception) -> None:
         self.keeper.drop(o.job for o in held.outcomes)
         log.error("tickq could not record the outcomes of jobs %s (%s: %s): they run again "
                   "after their lease", _ids(held.outcomes), type(exc).__name__, exc,

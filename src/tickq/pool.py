@@ -15,6 +15,7 @@ from queue import SimpleQueue
 from time import monotonic, perf_counter
 
 from .execute import execute, execute_async, settle
+from .held import Holdings
 from .lease import leave_signals_to_main_thread
 from .store import Outcome
 
@@ -22,7 +23,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable, Iterable
-    from concurrent.futures import Future
 
     from .job import Job
     from .registry import JobDefinition, Registry
@@ -40,6 +40,8 @@ class JobPool:
     ``skip(job)`` is asked just before a job that waited in line starts: True (its lease
     was lost meanwhile) and it is handed back as ``Outcome(job, "stale")`` without running.
     ``started(job)`` is told, from the thread or loop about to run it, that a job starts.
+    By default both ask and mark the job's ``Held`` record in ``holdings`` (the worker's,
+    shared with its lease keeper), where an async job's task is kept too, to cancel it.
     """
 
     def __init__(
@@ -50,17 +52,18 @@ class JobPool:
         skip: Skip | None = None,
         clock: Callable[[], float] = monotonic,
         started: Callable[[Job], None] | None = None,
+        holdings: Holdings | None = None,
     ) -> None:
         self.size, self.registry, self.done, self.clock = size, registry, done, clock
-        self.skip = skip or (lambda job: False)
-        self.started = started or (lambda job: None)
+        self.holdings = Holdings() if holdings is None else holdings
+        self.skip = skip or self.holdings.is_lost
+        self.started = started or self.holdings.start
         self._lock = threading.Lock()
         self._line: deque[Job] = deque()  # handed over, waiting for a free slot
         self._free = size
         self._sync = 0  # sync jobs started and not finished (running, or in the inbox)
         self._inbox: SimpleQueue[Job | None] = SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._async: dict[int, Future[None]] = {}  # id(job) -> its task, while it runs
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self.last_progress = self.clock()
@@ -93,10 +96,10 @@ class JobPool:
             waited = job in self._line
             if waited:
                 self._line.remove(job)
-            future = self._async.get(id(job))
         if waited:
             self.done(Outcome(job, "stale"))
             return True
+        future = self.holdings.task_of(job)
         return future.cancel() if future is not None else False
 
     def close(self) -> None:
@@ -208,10 +211,9 @@ class JobPool:
     def _start_async(self, job: Job, definition: JobDefinition) -> None:
         import asyncio
 
-        with self._lock:  # registered before it can finish, so _run_async can remove it
-            self._async[id(job)] = asyncio.run_coroutine_threadsafe(
-                self._run_async(job, definition), self.loop
-            )
+        with self._lock:  # kept before it can finish, so _run_async can forget it
+            future = asyncio.run_coroutine_threadsafe(self._run_async(job, definition), self.loop)
+            self.holdings.attach(job, future)
 
     async def _run_async(self, job: Job, definition: JobDefinition) -> None:
         self.started(job)
@@ -221,7 +223,7 @@ class JobPool:
         except BaseException as exc:  # cancelled (lease lost, shutdown) or SystemExit & co.
             outcome = settle(job, definition, exc, started)
         with self._lock:
-            self._async.pop(id(job), None)
+            self.holdings.attach(job, None)
         self._finished(outcome, sync=False)
 
 

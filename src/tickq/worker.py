@@ -19,12 +19,13 @@ import os
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import SchemaMissing
+from .held import Holdings
+from .job import BACK_IN_LINE
 from .lease import LeaseKeeper
 from .listener import Listener
 from .logger import log
@@ -45,7 +46,6 @@ from .worker_options import (
 __all__ = ["Flag", "Trouble", "Worker", "parse_queues", "where"]
 
 if TYPE_CHECKING:
-    from .job import Job
     from .runtime import Runtime
     from .store import Outcome
 
@@ -90,16 +90,10 @@ class Worker:
         self._wake = Flag()  # something happened: look again
         self._due = threading.Event()  # jobs may be due: claim when a slot is free
         self._due.set()
-        self._finish_lock = threading.Lock()
-        self._finished: list[Outcome] = []  # handed over by the pool, not yet collected
         self._wake_after = 1  # finished jobs that make a batch worth recording at once
-        self._timing = False  # outcomes wait to be recorded: the loop wakes by BATCH_WAIT
-        self._running: dict[int, Job] = {}  # id(job) -> job handed to the pool (may wait)
-        self._unrecorded: list[Outcome] = []
-        self._unreleased: list[Job] = []  # claimed ahead, given back, release not yet done
-        self._unconfirmed: dict[int, Job] = {}  # id(job) -> job claimed, its start not recorded
-        self._began: deque[Job] = deque()  # of those, started (appended by the pool)
-        self._abandoned: set[int] = set()  # id(job): its lease was lost while in hand
+        # Every job claimed and not yet recorded or given back: running, waiting in line,
+        # finished. The lease keeper and the pool read and mark the same records.
+        self.holdings = Holdings()
         self._listening = False
         self._heard_lock = threading.Lock()
         self._heard_due = float("inf")  # monotonic: a job heard of comes due (not yet paced)
@@ -107,9 +101,9 @@ class Worker:
         self._held_since: float | None = None  # outcomes kept since the database failed
         self._rescue_after = 0.0  # monotonic: no rescue before (holders renew first)
         self.keeper = LeaseKeeper(self.store, runtime.owner, runtime.lease_seconds,
-                                  self._lease_lost)  # fmt: skip
+                                  self._lease_lost, self.holdings)  # fmt: skip
         self.pool = JobPool(self.concurrency, runtime.registry, self._job_finished,
-                            self.keeper.is_lost, runtime.monotonic, self._job_started)  # fmt: skip
+                            clock=runtime.monotonic, holdings=self.holdings)  # fmt: skip
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -192,31 +186,20 @@ class Worker:
 
     # -- the steps ----------------------------------------------------------------------
     def _collect(self) -> None:
-        with self._finish_lock:
-            finished, self._finished = self._finished, []
-            self._timing = bool(finished or self._unrecorded)
-        if not finished:
+        """Take the outcomes the pool handed over. A run that lost its lease and was
+        replaced by a new claim of the same attempt (a refund gave it back) is stale: its
+        outcome must neither be recorded for the new claim nor end its lease."""
+        had_unrecorded = bool(self.holdings.unrecorded())
+        finished, replaced = self.holdings.collect()
+        if not (finished or replaced):
             return
-        if not self._unrecorded:
+        if not had_unrecorded:
             self.pacing.first_unrecorded()
-        for outcome in finished:
-            self._unconfirmed.pop(id(outcome.job), None)  # its outcome says it all
-            if self._running.pop(id(outcome.job), None) is None:
-                continue
-            if id(outcome.job) in self._abandoned and self._claimed_again(outcome.job):
-                self.report["stale"] += 1
-                continue
-            self._unrecorded.append(outcome)
-        self.pacing.ran([o.duration for o in finished if o.kind != "stale"])
-        if any(self.runtime.registry.limited(o.job.type) for o in finished):
+        self.report["stale"] += len(replaced)
+        ran = finished + replaced
+        self.pacing.ran([o.duration for o in ran if o.kind != "stale"])
+        if any(self.runtime.registry.limited(o.job.type) for o in ran):
             self._due.set()  # a limited type's slot is free: its next job may start
-
-    def _claimed_again(self, job: Job) -> bool:
-        """``job`` lost its lease while it ran and this worker has claimed it again since:
-        a refund gave the attempt back, so the new claim has the same attempt number and
-        the old run's outcome must neither be recorded for it nor end its lease."""
-        self._abandoned.discard(id(job))
-        return any(j.id == job.id for j in self._running.values())
 
     def _target(self) -> int:
         """Jobs to have in hand: one per slot, plus those worth claiming ahead."""
@@ -226,19 +209,18 @@ class Worker:
         """Record finished jobs and claim up to the target, in one round trip."""
         target = self._target()
         limit = self._claimable(target) if claim else 0
-        if not (claim or self._unrecorded):
+        outcomes = self.holdings.unrecorded()
+        if not (claim or outcomes):
             return
-        if not (limit or self._unrecorded) or not self._batch_ready(target):
-            self._wake_after = max(1, len(self._running) - target // 2)
+        if not (limit or outcomes) or not self._batch_ready(target, outcomes):
+            self._wake_after = max(1, self._in_hand() - target // 2)
             return
-        outcomes, self._unrecorded = self._unrecorded, []
-        with self._finish_lock:
-            self._timing = False  # a job finishing from now on starts the next batch's clock
+        self.holdings.stop_timing()  # a job finishing from now on starts the next batch's clock
         if limit:
             self._due.clear()  # before claiming: a wake-up arriving meanwhile is kept
         # Jobs for free slots start at once; the rest wait in line, claimed ahead.
-        for_slots = min(limit, max(0, self.concurrency - len(self._running)))
-        began = self._take_began()
+        for_slots = min(limit, max(0, self.concurrency - self._in_hand()))
+        began = self.holdings.take_started()  # those finished meanwhile: their outcome says
         self.runtime.declare_limits()
         looked = self.pacing.clock()
         try:
@@ -250,27 +232,21 @@ class Worker:
         except BaseException:
             if outcomes and self._held_since is None:
                 self._held_since = time.monotonic()
-            self._unrecorded = outcomes + self._unrecorded  # retried until recorded or lost
-            for job in began:  # recorded by a later round trip
-                self._unconfirmed[id(job)] = job
-            self._began.extend(began)
+            # The outcomes stay held: retried until recorded or lost.
+            self.holdings.unconfirm(began)  # recorded by a later round trip
             if limit:
                 self._due.set()
             raise
         self.keeper.drop(o.job for o in outcomes)
-        if not self._unrecorded:
-            self._held_since = None
-        self.pacing.retry_soon([o.delay for o in outcomes if o.kind in ("retried", "snoozed")])
+        self._held_since = None
+        self.pacing.retry_soon([o.delay for o in outcomes if o.kind in BACK_IN_LINE])
         if any(o.kind == "failed" for o in outcomes):
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
             # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
             self.pacing.due_soon(self.store.due_in(self.queues))
-        self.keeper.hold(jobs)
-        for job in jobs:
-            self._running[id(job)] = job
-            self._unconfirmed[id(job)] = job  # before the pool can start it
+        self.keeper.hold(jobs)  # before the pool can start them
         self.pool.submit(jobs)
-        self._wake_after = max(1, len(self._running) - target // 2)
+        self._wake_after = max(1, self._in_hand() - target // 2)
         if len(jobs) == limit and limit:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
@@ -283,40 +259,27 @@ class Worker:
             since = min(since if since is not None else self._trouble.since, self._trouble.since)
         return time.monotonic() - since if since is not None else 0.0
 
-    def _batch_ready(self, target: int) -> bool:
-        if not self._unrecorded or not self._running or self._stop.is_set():
+    def _in_hand(self) -> int:
+        """Jobs handed to the pool whose outcome is not yet collected (running or waiting)."""
+        return self.holdings.count_in_hand()
+
+    def _batch_ready(self, target: int, outcomes: list[Outcome]) -> bool:
+        in_hand = self._in_hand()
+        if not outcomes or not in_hand or self._stop.is_set():
             return True
-        return self.pacing.batch_ready(target - len(self._running), target)
+        return self.pacing.batch_ready(target - in_hand, target)
 
     def _claimable(self, target: int) -> int:
         if self._stop.is_set():
             return 0
-        return self.pacing.claimable(target - len(self._running), self._due.is_set())
+        return self.pacing.claimable(target - self._in_hand(), self._due.is_set())
 
     def _abandon_lost(self) -> None:
         """Cancel async jobs whose lease is gone (another worker may run them now) and drop
         such jobs still waiting in line; a sync job can't be stopped, so its thread
         finishes and its outcome is ignored."""
-        lost = self.keeper.lost()
-        if lost:
-            for job in [j for j in self._running.values() if j.id in lost]:
-                self._abandoned.add(id(job))
-                self.pool.cancel(job)
-
-    def _take_began(self) -> list[Job]:
-        """The claimed jobs that started since the last round trip (whose start it now
-        records); those finished meanwhile need no record of it: their outcome has."""
-        began = []
-        while self._began:
-            job = self._began.popleft()
-            if self._unconfirmed.pop(id(job), None) is not None:
-                began.append(job)
-        return began
-
-    def _job_started(self, job: Job) -> None:
-        if id(job) in self._unconfirmed:
-            self._began.append(job)
-            self.keeper.started(job)  # a lease renewal confirms it if no round trip does
+        for job in self.holdings.lost_in_hand():
+            self.pool.cancel(job)
 
     def _unstall(self) -> None:
         """Every slot has been busy for a while: give back jobs waiting in line (other
@@ -324,19 +287,17 @@ class Worker:
         stalled = self.pacing.stalled(self.pool.waiting(), self.pool.last_progress)
         if stalled:
             self.pacing.forget_pace()
-        if stalled or self._unreleased:
+        if stalled or self.holdings.withdrawn():
             self._release_waiting()
 
     def _release_waiting(self) -> None:
-        """Put the jobs waiting in line back to pending (they never started)."""
-        for job in self.pool.withdraw():
-            self._running.pop(id(job), None)
-            self._unconfirmed.pop(id(job), None)
-            self._unreleased.append(job)
-        if self._unreleased:
-            release(self.runtime, self._unreleased, self.report)
-            self.keeper.drop(self._unreleased)
-            self._unreleased = []
+        """Put the jobs waiting in line back to pending (they never started); those whose
+        release fails stay withdrawn and are released by a later step."""
+        self.holdings.withdraw(self.pool.withdraw())
+        unreleased = self.holdings.withdrawn()
+        if unreleased:
+            release(self.runtime, unreleased, self.report)
+            self.keeper.drop(unreleased)
 
     def _enqueue_schedules(self) -> None:
         """Enqueue the schedule slots that came due, then sleep until the next one. Every
@@ -361,9 +322,9 @@ class Worker:
         if self._stop.is_set():
             return 0.0
         return self.pacing.idle_for(
-            unrecorded=bool(self._unrecorded), schedules=bool(self.runtime.schedules),
+            unrecorded=bool(self.holdings.unrecorded()), schedules=bool(self.runtime.schedules),
             waiting=self.pool.waiting(), last_progress=self.pool.last_progress,
-            free=self._target() - len(self._running), due=self._due.is_set(),
+            free=self._target() - self._in_hand(), due=self._due.is_set(),
         )  # fmt: skip
 
     def _sleep(self, seconds: float) -> None:
@@ -380,7 +341,7 @@ class Worker:
             self._release_waiting()  # not started: another worker may as well run them
         except Exception as exc:
             self._trouble.happened(exc)  # tried again on the way out
-        while (self._running or self._unrecorded) and time.monotonic() < deadline:
+        while self._holding() and time.monotonic() < deadline:
             self._wake.clear()
             try:
                 self._collect()
@@ -389,16 +350,21 @@ class Worker:
             except Exception as exc:
                 time.sleep(min(self._trouble.happened(exc), max(0.0, deadline - time.monotonic())))
                 continue
-            if self._running:
+            if self._in_hand():
                 self._wake.wait(max(0.0, deadline - time.monotonic()))
         self._collect()
         self._give_back()
 
+    def _holding(self) -> bool:
+        """Jobs still running or waiting, or outcomes not yet recorded."""
+        return bool(self._in_hand() or self.holdings.unrecorded())
+
     def _give_back(self) -> None:
-        waiting = {id(job) for job in self.pool.withdraw()}  # never started
-        leftovers = self._unreleased + list(self._running.values())
+        self.holdings.withdraw(self.pool.withdraw())  # never started
+        running = self.holdings.in_hand()
+        leftovers = self.holdings.withdrawn() + running
         # Cut short by the end of the grace: each run gets its ``released`` history row.
-        ran = {j.id for k, j in self._running.items() if k not in waiting}
+        ran = {j.id for j in running}
         for attempt in range(3):
             try:
                 self._exchange()
@@ -410,19 +376,18 @@ class Worker:
                     log.warning(
                         "tickq could not record %d outcome(s) or release %d job(s) before "
                         "exiting (%s); their leases run out within %gs and they run again",
-                        len(self._unrecorded), len(leftovers), exc, self.runtime.lease_seconds,
+                        len(self.holdings.unrecorded()), len(leftovers), exc,
+                        self.runtime.lease_seconds,
                         extra={"event": "release_failed"},
                     )  # fmt: skip
                 else:
                     time.sleep(0.5)
-        for job in list(self._running.values()):
+        for job in running:
             self.pool.cancel(job)  # async jobs: cancelled; sync ones end with the process
 
     # -- callbacks from other threads ---------------------------------------------------
     def _job_finished(self, outcome: Outcome) -> None:
-        with self._finish_lock:
-            self._finished.append(outcome)
-            count, timing = len(self._finished), self._timing
+        count, timing = self.holdings.finish(outcome)
         # Wake the loop to start timing a batch (unless it already is), or when it is ready.
         if (count == 1 and not timing) or count == self._wake_after:
             self._wake.set()
@@ -480,7 +445,7 @@ class Worker:
     # -- signals and banner -------------------------------------------------------------
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        running = len(self._running) - self.pool.waiting()
+        running = self._in_hand() - self.pool.waiting()
         if self._stop.is_set():
             log.warning("tickq worker got %s again: exiting now; the leases of %d running "
                         "job(s) run out within %gs and they run again", name, running,
