@@ -62,10 +62,10 @@ def one_round(q: Any, outcome: Any, n: int, clock: Any) -> dict[str, float]:
     out["one_at_a_time"] = (clock() - started) / n * 1e6
     q.enqueue_many([("noop", {"i": i}) for i in range(n)])
     started = clock()
-    jobs = q.store.record_and_claim(q.owner, [], 10, 60)[1]
+    jobs = q._store.record_and_claim(q._runtime.owner, [], 10, 60)[1]
     while jobs:
         finished = [outcome(j, "succeeded") for j in jobs]
-        jobs = q.store.record_and_claim(q.owner, finished, 10, 60)[1]
+        jobs = q._store.record_and_claim(q._runtime.owner, finished, 10, 60)[1]
     out["batch10"] = (clock() - started) / n * 1e6
     return out
 

@@ -153,7 +153,7 @@ def _round_trips(db: Database, q: Queue) -> list[Series]:
         conn = db.connect()
         try:
             return [
-                _count_statements(q.store._connection(), _tick(q)),
+                _count_statements(q._store._connection(), _tick(q)),
                 _count_statements(conn, lambda: floor_for("sqlite", conn).claim(DUE)),
             ]
         finally:

@@ -97,7 +97,7 @@ def test_a_value_too_large_for_postgres_is_a_data_error_not_an_outage(pg_schema_
                  run_after=None, unique_key=text(3000), unique_scope="active",
                  meta_json=None)  # fmt: skip
     with pytest.raises(ConfigurationError) as caught:
-        q.store.insert([row])
+        q._store.insert([row])
     assert not isinstance(caught.value, DatabaseUnavailable)
     assert "too large to store" in str(caught.value) and "not an outage" in str(caught.value)
     assert "index row size" in str(caught.value)

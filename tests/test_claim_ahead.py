@@ -194,7 +194,7 @@ def test_a_job_whose_lease_is_lost_while_it_waits_never_runs(tmp_path: Path) -> 
         if len(outcomes) == 3:
             all_in.set()
 
-    pool = JobPool(1, q, done, skip=lambda job: job.id == 2)
+    pool = JobPool(1, q._runtime.registry, done, skip=lambda job: job.id == 2)
     pool.submit(jobs)
     assert all_in.wait(10)
     pool.close()
@@ -221,11 +221,11 @@ def test_postgres_claims_walk_the_claim_index_whatever_the_statistics(
     )
     assert {"enable_sort=off", "enable_bitmapscan=off"} <= set(config)
     low, high = q.enqueue("t", {}, priority=0), q.enqueue("t", {}, priority=9)
-    assert [j.id for j in q.store.claim(q.owner, 5, 60)] == [high, low]
+    assert [j.id for j in q._store.claim(q._runtime.owner, 5, 60)] == [high, low]
 
     _pg(pg_schema_url, "DROP FUNCTION tickq_due")  # a schema managed by hand, not migrated
     with pytest.raises(SchemaMissing, match=r"not up to date .*run q\.migrate\(\)"):
-        q.store.claim(q.owner, 5, 60)
+        q._store.claim(q._runtime.owner, 5, 60)
     q.close()
 
 
@@ -238,17 +238,17 @@ def test_the_old_run_of_a_job_refunded_and_claimed_again_is_not_recorded_for_the
     q = Queue(f"sqlite:///{tmp_path / 'again.db'}", clock=clock, lease_seconds=30)
     q.migrate()
     q.job(name="quick")(lambda: None)
-    worker = Worker(q.runtime, concurrency=1)
+    worker = Worker(q._runtime, concurrency=1)
     job_id = q.enqueue("quick", {})
-    owner = q.runtime.owner
-    _, [old] = q.store.record_and_claim(owner, [], 0, 30, ahead=1)
+    owner = q._runtime.owner
+    _, [old] = q._store.record_and_claim(owner, [], 0, 30, ahead=1)
     worker.keeper.hold([old])  # it runs; its start not yet recorded
     clock.advance(seconds=31)  # e.g. the database was out of reach for the whole lease
-    assert q.store.rescue_expired().refunded == {job_id}
+    assert q._store.rescue_expired().refunded == {job_id}
     worker.keeper.renew()
     assert worker.keeper.lost() == {job_id}
     worker._abandon_lost()
-    [new] = q.store.claim(owner, 1, 30)
+    [new] = q._store.claim(owner, 1, 30)
     assert (new.id, new.attempts) == (old.id, old.attempts)
     worker.keeper.hold([new])
 
@@ -271,11 +271,11 @@ def test_a_database_without_schema_8_asks_for_the_migration(db_url: str) -> None
     from tickq.store.queries import migrations
 
     q = Queue(db_url, strict=False)
-    dialect = q.store.dialect
-    migrate(q.store, [m for m in migrations(dialect) if m[0] < 8])
+    dialect = q._store.dialect
+    migrate(q._store, [m for m in migrations(dialect) if m[0] < 8])
     q.enqueue("t", {})
     with pytest.raises(SchemaMissing, match=r"run q\.migrate\(\)"):
-        q.store.record_and_claim(q.owner, [], 1, 60, ahead=1)
+        q._store.record_and_claim(q._runtime.owner, [], 1, 60, ahead=1)
     assert q.migrate()[:1] == [8]  # and any later ones
-    assert len(q.store.record_and_claim(q.owner, [], 1, 60, ahead=1)[1]) == 1
+    assert len(q._store.record_and_claim(q._runtime.owner, [], 1, 60, ahead=1)[1]) == 1
     q.close()

@@ -130,7 +130,7 @@ def test_cancel(q: Queue, db_url: str) -> None:
     assert "cannot cancel job 9: it is cancelled" in err
 
     running = q.enqueue("welcome", {"user_id": 5})
-    q.store.claim("worker-7", 1, 60)
+    q._store.claim("worker-7", 1, 60)
     code, out, _ = tickq("cancel", str(running), "--url", db_url)
     assert out == (f"job {running} (welcome) is running attempt 1 on worker-7: asked it to "
                    "stop; it ends cancelled once its worker hears (within about a second)"
@@ -214,4 +214,4 @@ def test_retried_jobs_are_due_now(q: Queue, db_url: str) -> None:
     assert report["claimed"] == 6 and report["failed"] == 5  # the 5 failed again, 1 welcome
     assert [a.attempt for a in q.attempts(4)] == [1, 2]
     assert q.get_job(4).max_attempts == 2  # type: ignore[union-attr]
-    assert timedelta(0) <= q.store.now() - q.get_job(4).finished_at  # type: ignore[union-attr,operator]
+    assert timedelta(0) <= q._store.now() - q.get_job(4).finished_at  # type: ignore[union-attr,operator]

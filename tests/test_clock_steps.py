@@ -41,7 +41,7 @@ def test_a_wall_clock_step_either_way_rescues_no_live_lease(tmp_path: Path) -> N
     clock = SharedClock(tmp_path / "clock")
     q = sqlite_queue(tmp_path, clock)
     q.enqueue_many([("work", {})] * 3)
-    store = q.runtime.store
+    store = q._runtime.store
     held = store.claim("owner-a", 3, 5.0)
     clock.advance(HOUR)  # the lease ran out an hour ago, by the wall clock
     assert store.rescue_expired() == []
@@ -56,7 +56,7 @@ def test_a_lease_still_runs_out_on_the_monotonic_clock(tmp_path: Path) -> None:
     clock = SharedClock(tmp_path / "clock")
     q = sqlite_queue(tmp_path, clock)
     q.enqueue_many([("work", {})] * 2)
-    store = q.runtime.store
+    store = q._runtime.store
     store.claim("owner-a", 2, 0.3)
     clock.advance(-HOUR)  # the wall clock went back: the lease still ends in 0.3 s
     assert store.rescue_expired() == []
@@ -72,17 +72,17 @@ def test_a_lease_from_another_clock_runs_out_by_the_wall_clock(tmp_path: Path) -
     frozen = FrozenClock()
     q = sqlite_queue(tmp_path, frozen)
     q.enqueue("work")
-    q.runtime.store.claim("owner-a", 1, 5.0)
+    q._runtime.store.claim("owner-a", 1, 5.0)
     frozen.advance(seconds=6)
-    assert len(q.runtime.store.rescue_expired()) == 1  # its own clock: monotonic
+    assert len(q._runtime.store.rescue_expired()) == 1  # its own clock: monotonic
     q.enqueue("work")
-    q.runtime.store.claim("owner-b", 1, 5.0)
+    q._runtime.store.claim("owner-b", 1, 5.0)
     q.close()
     other = sqlite_queue(tmp_path, SharedClock(tmp_path / "clock"))
     other.clock.advance(seconds=-1)  # type: ignore[attr-defined]
-    assert other.runtime.store.rescue_expired() == []
+    assert other._runtime.store.rescue_expired() == []
     other.clock.advance(seconds=13)  # type: ignore[attr-defined]
-    assert len(other.runtime.store.rescue_expired()) == 1
+    assert len(other._runtime.store.rescue_expired()) == 1
     other.close()
 
 

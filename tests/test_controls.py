@@ -69,7 +69,7 @@ def test_rate_limits_in_each_unit(text: str, limit: Limit) -> None:
     @q.job(rate_limit=text, concurrency=None)
     def send() -> None: ...
 
-    assert send.definition.limit == limit
+    assert send._definition.limit == limit
     assert limit.rate_text == text.replace(" ", "")
 
 
@@ -104,7 +104,7 @@ def test_process_jobs_runs_limited_jobs_within_the_limit(
     assert q.process_jobs()["succeeded"] == 2
     clock.advance(seconds=59)
     assert q.process_jobs()["claimed"] == 0
-    assert q.store.due_in() == pytest.approx(1.0)
+    assert q._store.due_in() == pytest.approx(1.0)
     clock.advance(seconds=1)
     assert q.process_jobs()["succeeded"] == 2
     assert all(j.attempts == 0 for j in q.list_jobs("pending"))
@@ -121,12 +121,12 @@ def test_the_last_process_to_claim_sets_a_types_limits(db_url: str) -> None:
     def old_export() -> None: ...
 
     new.process_jobs()
-    assert new.store.limits() == {"export": Limit(3, None, None)}
+    assert new._store.limits() == {"export": Limit(3, None, None)}
     old.process_jobs()  # the old version, started later, says it has no limit
-    assert new.store.limits() == {}
-    new.runtime._declared = None  # as when the new version restarts
+    assert new._store.limits() == {}
+    new._runtime._declared = None  # as when the new version restarts
     new.process_jobs()
-    assert old.store.limits() == {"export": Limit(3, None, None)}
+    assert old._store.limits() == {"export": Limit(3, None, None)}
 
 
 def test_a_type_registered_after_the_first_claim_declares_its_limit(queue: Queue) -> None:
@@ -136,7 +136,7 @@ def test_a_type_registered_after_the_first_claim_declares_its_limit(queue: Queue
     def later() -> None: ...
 
     queue.process_jobs()
-    assert queue.store.limits() == {"later": Limit(1, None, None)}
+    assert queue._store.limits() == {"later": Limit(1, None, None)}
     assert queue.stats()["limits"] == {"later": {"concurrency": 1, "rate_limit": None}}
 
 

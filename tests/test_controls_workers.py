@@ -127,7 +127,7 @@ def test_pause_stops_every_worker_and_resume_restarts_them(db_url: str, tmp_path
         eventually(lambda: q.stats()["by_status"]["done"] >= 20, timeout=30,
                    what="the workers to be busy with emails")  # fmt: skip
         assert q.pause("emails") is True
-        paused_at = q.store.now()
+        paused_at = q._store.now()
         q.enqueue("chore", {})  # other queues go on
         eventually(lambda: done_of(q, "chore") == 1, what="the chore in another queue")
         settled = float(POLL) + 0.5

@@ -156,7 +156,7 @@ def test_actions_with_csrf_retry_cancel_delete(q: Queue, base: str) -> None:
 
 def test_cancel_of_a_running_job_asks_it_to_stop(q: Queue, base: str) -> None:
     job_id = q.enqueue("send_email", {"to": "x"})
-    q.store.claim("worker-9", 1, 60)
+    q._store.claim("worker-9", 1, 60)
     with httpx.Client() as client:
         login(client, base)
         token = csrf(client.get(f"{base}/tickq/jobs/{job_id}").text)

@@ -36,12 +36,12 @@ def test_pages_match_every_filter_combination(frozen_queue: Queue) -> None:
         expected = [j.id for j in q.list_jobs(status, type_, queue, limit=1000)]
         seen, before, more = [], None, True
         while more:
-            page, more = browse.list_page(q.store, status, type_, queue, before, limit=7)
+            page, more = browse.list_page(q._store, status, type_, queue, before, limit=7)
             seen += [j.id for j in page]
             before = page[-1].id if page else None
         assert seen == expected, (status, type_, queue)
     with pytest.raises(ValueError):
-        browse.list_page(q.store, status="done'; DROP TABLE tickq_jobs; --")
+        browse.list_page(q._store, status="done'; DROP TABLE tickq_jobs; --")
 
 
 def test_search_by_unique_key_and_counts(frozen_queue: Queue) -> None:
@@ -50,13 +50,13 @@ def test_search_by_unique_key_and_counts(frozen_queue: Queue) -> None:
     first = q.enqueue("mail", {"n": 1}, unique_key="welcome:7")
     q.process_jobs()
     again = q.enqueue("mail", {"n": 3}, unique_key="welcome:7")  # fails, waits to retry
-    assert [j.id for j in browse.by_unique_key(q.store, "welcome:7")] == [again, first]
-    assert browse.by_unique_key(q.store, "nobody") == []
+    assert [j.id for j in browse.by_unique_key(q._store, "welcome:7")] == [again, first]
+    assert browse.by_unique_key(q._store, "nobody") == []
     q.enqueue_many([("explode", {"n": i}) for i in range(4)])
     q.process_jobs()
-    counts = {(s, qu, t): n for s, qu, t, n in browse.open_counts(q.store)}
+    counts = {(s, qu, t): n for s, qu, t, n in browse.open_counts(q._store)}
     assert counts == {("failed", "default", "explode"): 4, ("pending", "mail", "mail"): 1}
-    assert browse.done_count(q.store, 5) == (1, True)
+    assert browse.done_count(q._store, 5) == (1, True)
 
 
 def test_hourly_figures_and_failing_types(db_url: str) -> None:
@@ -70,18 +70,18 @@ def test_hourly_figures_and_failing_types(db_url: str) -> None:
     clock.advance(timedelta(hours=2))
     q.enqueue("explode", {"n": 9})
     q.process_jobs()  # and mail n=3's second attempt, due since 12:31
-    hours = browse.hourly(q.store, clock.now())
+    hours = browse.hourly(q._store, clock.now())
     assert len(hours) == 24 and hours[-1]["hour"].hour == 14
     assert (hours[-3]["done"], hours[-3]["failed"]) == (2, 1)
     assert (hours[-1]["done"], hours[-1]["failed"]) == (0, 2)
     assert sum(h["done"] for h in hours) == 2
-    failing = browse.failing_types(q.store, clock.now() - timedelta(hours=24))
+    failing = browse.failing_types(q._store, clock.now() - timedelta(hours=24))
     assert [(f["type"], f["attempts"], f["jobs"]) for f in failing] == [
         ("mail", 2, 1), ("explode", 1, 1)]  # fmt: skip
     assert failing[0]["last_error"].startswith("ConnectionError: smtp down for 3")
     assert failing[1]["last_error"].startswith("ValueError: explode 9")
     clock.advance(timedelta(hours=30))
-    assert sum(h["done"] + h["failed"] for h in browse.hourly(q.store, clock.now())) == 0
+    assert sum(h["done"] + h["failed"] for h in browse.hourly(q._store, clock.now())) == 0
     q.close()
 
 

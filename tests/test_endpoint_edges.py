@@ -68,13 +68,13 @@ def test_limit_and_strict_are_what_they_say_or_a_400(q: Queue) -> None:
         for query, limit in ACCEPTED:
             r = httpx.post(f"{base}{TICK}?{query}", headers=AUTH, timeout=10)
             assert (r.status_code, r.json()["limit"]) == (200, limit), query
-        ticks = q.store.last_tick()[1]
+        ticks = q._store.last_tick()[1]
         for query, message in REFUSED:
             r = httpx.post(f"{base}{TICK}?{query}", headers=AUTH, timeout=10)
             assert r.status_code == 400, (query, r.text)
             assert message in r.json()["error"], (query, r.json())
             assert len(r.json()["error"]) < 300
-        assert q.store.last_tick()[1] == ticks, "a refused query runs nothing"
+        assert q._store.last_tick()[1] == ticks, "a refused query runs nothing"
 
 
 # -- secrets ------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def test_a_previous_token_alone_is_refused_with_503(
     with serving(q.asgi_app(previous_secret=OLD_SECRET)) as base:
         r = httpx.post(base + TICK, headers={"Authorization": f"Bearer {OLD_SECRET}"})
         assert r.status_code == 503 and "only previous_secret= is" in r.text
-    assert q.store.last_tick()[1] == 0
+    assert q._store.last_tick()[1] == 0
 
 
 def test_the_metrics_token_has_a_minimum_length(q: Queue, monkeypatch: pytest.MonkeyPatch) -> None:

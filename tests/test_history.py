@@ -58,7 +58,7 @@ def test_running_and_cancelled_on_request_attempts_are_kept(
     q = frozen_queue
     q.job(name="transcode")(_fails)
     job_id = q.enqueue("transcode", {"n": 1})
-    q.store.claim("worker-a", 1, 60)
+    q._store.claim("worker-a", 1, 60)
     [running] = q.attempts(job_id)
     assert (running.outcome, running.finished_at, running.duration) == ("running", None, None)
 
@@ -83,8 +83,8 @@ def test_lease_expired_and_cancel_outcomes(frozen_queue: Queue, clock: FrozenClo
     crashed = q.enqueue("crashy", {"n": 2})
     stopped = stop_now.enqueue()
     # Takes crashy (the older job), starts it (recorded), then never returns.
-    started = q.store.claim("dead-worker", 1, 5)
-    q.store.record_and_claim("dead-worker", [], 0, 5, started=started)
+    started = q._store.claim("dead-worker", 1, 5)
+    q._store.record_and_claim("dead-worker", [], 0, 5, started=started)
     clock.advance(seconds=10)
     q.process_jobs()
 
@@ -112,10 +112,10 @@ def test_durations_are_measured_per_attempt_not_per_batch(frozen_queue: Queue) -
 def record(q: Queue, kind: str, durations: list[float], job_type: str = "resize") -> list[int]:
     """Claim one job per duration and record ``kind`` with exactly that duration."""
     ids = q.enqueue_many([(job_type, {"n": n}) for n in range(len(durations))])
-    jobs = q.store.claim("w", len(ids), 60)
+    jobs = q._store.claim("w", len(ids), 60)
     error = "OSError: disk full" if kind != "succeeded" else None
     outcomes = [Outcome(j, kind, error, 1.0, d) for j, d in zip(jobs, durations, strict=True)]
-    q.store.record("w", outcomes)
+    q._store.record("w", outcomes)
     return ids
 
 
@@ -135,7 +135,7 @@ def test_histogram_buckets_and_totals_survive_prune(
 
     clock.advance(days=8)
     progress: list[int] = []
-    assert q.store.prune(timedelta(days=7), batch=3, progress=progress.append) == 4
+    assert q._store.prune(timedelta(days=7), batch=3, progress=progress.append) == 4
     assert progress == [3, 4]
     after = q.stats()
     assert after["processed"] == before["processed"]
@@ -144,7 +144,7 @@ def test_histogram_buckets_and_totals_survive_prune(
 
     record(q, "succeeded", [0.2])
     clock.advance(days=8)
-    q.store.prune(timedelta(days=7))  # the same bucket again: added to, not replaced
+    q._store.prune(timedelta(days=7))  # the same bucket again: added to, not replaced
     h = q.stats()["duration_seconds"]["default"]["resize"]
     assert (h["count"], h["buckets"]["0.25"]) == (6, 5)
 

@@ -54,7 +54,7 @@ def test_payload_checks_and_context_still_follow_the_signature(tmp_path: object)
     @q.job()
     def greet(ctx: JobContext, name: str, *, loud: bool = False) -> None: ...
 
-    definition = q.definition("greet")
+    definition = q._definition("greet")
     assert definition is not None
     assert (definition.context_param, definition.accepted, definition.required) == (
         "ctx", frozenset({"name", "loud"}), frozenset({"name"})

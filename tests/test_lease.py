@@ -18,13 +18,13 @@ def test_renewed_leases_keep_a_long_job_from_being_rescued(db_url: str) -> None:
     q.migrate()
     q.job(name="long")(lambda: None)
     q.enqueue("long")
-    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    (job,) = q._store.claim(q._runtime.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds)
     keeper.hold([job])
     for _ in range(5):  # five minutes of running, renewed every 40 s
         clock.advance(seconds=40)
         keeper.renew()
-        assert q.store.rescue_expired() == []
+        assert q._store.rescue_expired() == []
     assert keeper.lost() == set()
     renewed = q.get_job(job.id)
     assert renewed is not None and renewed.lease_expires_at == clock.now() + timedelta(seconds=60)
@@ -37,11 +37,11 @@ def test_a_job_taken_over_is_reported_lost(db_url: str) -> None:
     q.migrate()
     q.job(name="long")(lambda: None)
     q.enqueue("long")
-    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    (job,) = q._store.claim(q._runtime.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds)
     keeper.hold([job])
     clock.advance(seconds=61)
-    assert [j.id for j in q.store.rescue_expired()] == [job.id]  # as if we had stalled
+    assert [j.id for j in q._store.rescue_expired()] == [job.id]  # as if we had stalled
     keeper.renew()
     assert keeper.lost() == {job.id}
     keeper.drop([job])
@@ -58,11 +58,11 @@ def test_a_job_recorded_while_its_lease_is_renewed_is_not_reported_lost(
     q.migrate()
     q.job(name="quick")(lambda: None)
     q.enqueue("quick")
-    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    (job,) = q._store.claim(q._runtime.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds)
     keeper.hold([job])
     keeper.finished([job])
-    assert q.store.record(q.owner, [Outcome(job, "succeeded")]).succeeded
+    assert q._store.record(q._runtime.owner, [Outcome(job, "succeeded")]).succeeded
     with caplog.at_level(logging.WARNING, logger="tickq"):
         keeper.renew()
     assert keeper.lost() == set()
@@ -81,8 +81,8 @@ def test_a_renewal_confirms_the_start_of_a_long_job(db_url: str) -> None:
     q.migrate()
     q.job(name="long")(lambda: None)
     q.enqueue_many([("long", {})] * 3)
-    running, waiting, later = q.store.claim(q.owner, 3, q.lease_seconds)
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    running, waiting, later = q._store.claim(q._runtime.owner, 3, q.lease_seconds)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds)
     keeper.hold([running, waiting])
     keeper.hold([later], started=True)  # how process_jobs and ticks hold the job they run
     keeper.started(running)  # how the worker's pool reports a start
@@ -91,7 +91,7 @@ def test_a_renewal_confirms_the_start_of_a_long_job(db_url: str) -> None:
     keeper.renew()
     keeper.stop()  # the process dies
     clock.advance(seconds=61)
-    moved = q.store.rescue_expired()
+    moved = q._store.rescue_expired()
     assert moved.refunded == {waiting.id}
     assert {j.id: j.attempts for j in moved} == {running.id: 1, waiting.id: 0, later.id: 1}
     for job, outcome in (
@@ -106,9 +106,9 @@ def test_the_keeper_tells_a_held_job_it_was_asked_to_stop(db_url: str) -> None:
     q = Queue(db_url, clock=FrozenClock(), strict=False)
     q.migrate()
     q.enqueue("long")
-    (job,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    (job,) = q._store.claim(q._runtime.owner, 1, q.lease_seconds)
     ctx = JobContext.of(job)
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds)
     keeper.hold([job])
     keeper.renew()
     assert not ctx.cancel_requested

@@ -89,7 +89,7 @@ def test_close_lets_an_idle_lease_keeper_thread_end(tmp_path: object) -> None:
     q.process_jobs()
     q.close()
     deadline = time.monotonic() + 5
-    while q.lease_keeper._thread is not None:
+    while q._runtime.lease_keeper._thread is not None:
         assert time.monotonic() < deadline, "the idle lease keeper thread did not end"
         time.sleep(0.02)
     q.enqueue("quick")

@@ -20,7 +20,7 @@ from tickq import Queue
 def pg_queue(pg_schema_url: str) -> Iterator[Queue]:
     q = Queue(pg_schema_url)
     q.migrate()
-    q.runtime.store.long_transaction_seconds = 0.3  # type: ignore[attr-defined]
+    q._runtime.store.long_transaction_seconds = 0.3  # type: ignore[attr-defined]
     yield q
     q.close()
 
@@ -53,7 +53,7 @@ def test_a_transaction_held_open_elsewhere_is_named_in_health_and_stats(
 
 
 def test_a_short_transaction_is_not_named(pg_queue: Queue, pg_schema_url: str) -> None:
-    pg_queue.runtime.store.long_transaction_seconds = 60  # type: ignore[attr-defined]
+    pg_queue._runtime.store.long_transaction_seconds = 60  # type: ignore[attr-defined]
     name = f"tickq-test-holder-{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_schema_url, autocommit=True, application_name=name) as holder:
         holder.execute("BEGIN")

@@ -127,7 +127,7 @@ def test_each_job_decorator_lists_the_job_options(
 
 @pytest.mark.parametrize(
     ("entry", "own"),
-    [(Queue.enqueue, ("conn",)), (Queue.enqueue_async, ("conn",)), (Queue.new_job, ("meta",))],
+    [(Queue.enqueue, ("conn",)), (Queue.enqueue_async, ("conn",)), (Queue._new_job, ("meta",))],
 )
 def test_each_enqueue_lists_the_enqueue_options(entry: Callable[..., Any], own: tuple[str]) -> None:
     assert keyword_parameters(entry, *own) == keyword_parameters(EnqueueOptions.__init__)
@@ -151,15 +151,15 @@ def test_the_typing_overload_of_q_job_lists_what_its_definition_does() -> None:
 def test_q_job_takes_every_job_option(tmp_path: Path) -> None:
     q = Queue(f"sqlite:///{tmp_path / 'q.db'}")
     q.job(**JOB_SAMPLES)(lambda: None)
-    assert_job_options_arrived(q.definition(JOB_SAMPLES["name"]))
+    assert_job_options_arrived(q._definition(JOB_SAMPLES["name"]))
 
 
 def test_q_webhook_takes_every_job_option(tmp_path: Path) -> None:
     q = Queue(f"sqlite:///{tmp_path / 'q.db'}")
     verify = HMAC("s" * 32, header="X-Signature")
     q.webhook("/hooks/sample", verify=verify, **JOB_SAMPLES)(lambda event: None)
-    assert_job_options_arrived(q.definition(JOB_SAMPLES["name"]))
-    assert q.runtime.webhooks["/hooks/sample"].job == JOB_SAMPLES["name"]
+    assert_job_options_arrived(q._definition(JOB_SAMPLES["name"]))
+    assert q._runtime.webhooks["/hooks/sample"].job == JOB_SAMPLES["name"]
 
 
 # -- enqueue options arrive in the stored job
@@ -169,7 +169,7 @@ ENQUEUES: dict[str, Callable[[Queue, JobFunction[Any, Any], dict[str, Any]], int
     "q.enqueue": lambda q, fn, options: q.enqueue(fn.name, {}, **options),
     "q.enqueue_async": lambda q, fn, options: asyncio.run(q.enqueue_async(fn.name, {}, **options)),
     "q.enqueue_many": lambda q, fn, options: q.enqueue_many([(fn.name, {}, options)])[0],
-    "q.new_job": lambda q, fn, options: q.insert([q.new_job(fn.name, {}, **options)])[0],
+    "q._new_job": lambda q, fn, options: q._runtime.insert([q._new_job(fn.name, {}, **options)])[0],
     "fn.with_options().enqueue": lambda q, fn, options: fn.with_options(**options).enqueue(),
     "fn.with_options().enqueue_async": lambda q, fn, options: asyncio.run(
         fn.with_options(**options).enqueue_async()

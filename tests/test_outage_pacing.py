@@ -28,7 +28,7 @@ q = Queue("sqlite:///{tmp_path}/quiet.db", clock=clock, lease_seconds=3)
 q.migrate()
 q.job(name="t", max_attempts=1)(lambda: None)
 q.enqueue("t")
-q.store.record_and_claim("someone-else", [], 0, 3, started=q.store.claim("someone-else", 1, 3))
+q._store.record_and_claim("someone-else", [], 0, 3, started=q._store.claim("someone-else", 1, 3))
 clock.advance(seconds=10)
 report = q.process_jobs()
 assert report["rescued"] == 1 and report["failed"] == 1, report
@@ -55,7 +55,9 @@ def test_the_tick_command_still_shows_warnings(tmp_path: Path) -> None:
     q.migrate()
     q.enqueue("t")
     # Claimed and started elsewhere; its lease ran out long before the tick below.
-    q.store.record_and_claim("someone-else", [], 0, 3, started=q.store.claim("someone-else", 1, 3))
+    q._store.record_and_claim(
+        "someone-else", [], 0, 3, started=q._store.claim("someone-else", 1, 3)
+    )
     q.close()
     env = tickq_env(PYTHONPATH=f"{tmp_path}:{ROOT / 'src'}")
     done = subprocess.run([sys.executable, "-m", "tickq", "tick", "tickapp:q"],

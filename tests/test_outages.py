@@ -242,7 +242,7 @@ def test_every_release_of_an_attempt_keeps_its_own_history_row(db_url: str) -> N
     q = Queue(db_url, strict=False)
     q.migrate()
     job_id = q.enqueue("work")
-    store, owner = q.store, "host:1:feedbeef"
+    store, owner = q._store, "host:1:feedbeef"
     [job] = store.claim(owner, 1, 60)
     assert store.release(owner, [job]) == [job_id]  # waited in line, never started: no row
     for grace in (3.0, 0.5):

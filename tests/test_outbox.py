@@ -114,7 +114,7 @@ def _quiet_outbox(q: Queue, clock: Clock) -> None:
     """This process's outbox, on ``clock``, sending only when told (no thread)."""
     from tickq.cycle import outbox_of
 
-    outbox = outbox_of(q.runtime)
+    outbox = outbox_of(q._runtime)
     outbox.clock, outbox.background = clock, False
 
 
@@ -142,9 +142,9 @@ def test_the_next_call_records_a_held_outcome_before_any_rescue(
     clock = Clock()
     _quiet_outbox(q, clock)
     job_id = _cutting_job(q, proxy)
-    report = run_cycle(q.runtime, patience=0.1)
+    report = run_cycle(q._runtime, patience=0.1)
     assert report["succeeded"] == 0 and report["held"] == 1, report
-    q.runtime.lease_keeper.stop()  # frozen: no renewal
+    q._runtime.lease_keeper.stop()  # frozen: no renewal
     time.sleep(LEASE + 0.5)  # the lease has run out
     proxy.restore()
     clock.now += 30
@@ -170,7 +170,7 @@ def test_a_held_outcome_of_a_job_taken_over_changes_nothing_and_says_so(
     job_id = _cutting_job(q, proxy, confirmed=True)
     from tickq.cycle import run_cycle
 
-    assert run_cycle(q.runtime, patience=0.1)["held"] == 1
+    assert run_cycle(q._runtime, patience=0.1)["held"] == 1
     other = Queue(pg_schema_url, lease_seconds=LEASE)
     other.job(name="cut_off")(lambda: None)
     _eventually(lambda: other.process_jobs(limit=0)["rescued"], 10, "the rescue")
@@ -179,8 +179,8 @@ def test_a_held_outcome_of_a_job_taken_over_changes_nothing_and_says_so(
     clock.now += 42
     from tickq.cycle import outbox_of
 
-    assert outbox_of(q.runtime).flush() == 0
-    assert q.runtime.held_outcomes() == 0
+    assert outbox_of(q._runtime).flush() == 0
+    assert q._runtime.held_outcomes() == 0
     history = q.attempts(job_id)
     assert [(a.attempt, a.outcome) for a in history] == [(1, "lease_expired"), (2, "done")]
     error = history[0].error or ""
@@ -200,12 +200,12 @@ def test_close_tries_once_more_and_names_the_outcomes_it_drops(
     q = Queue(url, lease_seconds=LEASE)
     _quiet_outbox(q, Clock())
     job_id = _cutting_job(q, proxy)
-    assert run_cycle(q.runtime, patience=0.1)["held"] == 1
+    assert run_cycle(q._runtime, patience=0.1)["held"] == 1
     with caplog.at_level(logging.WARNING, logger="tickq"):
         q.close()
     dropped = [r for r in caplog.records if getattr(r, "event", "") == "held_outcomes_dropped"]
     assert len(dropped) == 1 and f"jobs [{job_id}]" in dropped[0].getMessage(), caplog.text
-    assert q.runtime.held_outcomes() == 0 and not q.runtime.lease_keeper.holding()
+    assert q._runtime.held_outcomes() == 0 and not q._runtime.lease_keeper.holding()
     proxy.restore()
     # Closed with nothing held and the database back: the Queue works on.
     assert q.process_jobs(limit=0)["held"] == 0
@@ -220,10 +220,10 @@ def test_close_records_what_it_can(proxied: tuple[TcpProxy, str]) -> None:
     q = Queue(url, lease_seconds=LEASE)
     _quiet_outbox(q, Clock())
     job_id = _cutting_job(q, proxy)
-    assert run_cycle(q.runtime, patience=0.1)["held"] == 1
+    assert run_cycle(q._runtime, patience=0.1)["held"] == 1
     proxy.restore()
     q.close()
-    assert _done(q, job_id) and q.runtime.held_outcomes() == 0
+    assert _done(q, job_id) and q._runtime.held_outcomes() == 0
     q.close()
 
 
@@ -243,7 +243,7 @@ def cut_off() -> None:
     proxy.cut()
 
 job_id = cut_off.enqueue()
-print(job_id, run_cycle(q.runtime, patience=0.01)["held"], flush=True)
+print(job_id, run_cycle(q._runtime, patience=0.01)["held"], flush=True)
 """  # a script that ends without q.close(), its outcome held
 
 
@@ -277,8 +277,8 @@ def test_concurrent_ticks_record_a_held_outcome_once(
     proxy, url = proxied
     q = Queue(url, lease_seconds=LEASE)
     job_id = _cutting_job(q, proxy)
-    assert run_cycle(q.runtime, patience=0.1)["held"] == 1
-    assert outbox_of(q.runtime).background  # its thread sends after ~0.25 s
+    assert run_cycle(q._runtime, patience=0.1)["held"] == 1
+    assert outbox_of(q._runtime).background  # its thread sends after ~0.25 s
     proxy.restore()
     results: list[object] = []
 

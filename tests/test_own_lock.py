@@ -25,7 +25,7 @@ FAST = 10.0  # seconds: far below the 30 s busy timeout an unnoticed own lock wo
 def q(tmp_path: Path) -> Queue:
     queue = Queue(f"sqlite:///{tmp_path / 'app.db'}")  # the default 30 s busy timeout
     queue.migrate()
-    with sqlite3.connect(queue.store.path) as conn:  # type: ignore[attr-defined]
+    with sqlite3.connect(queue._store.path) as conn:  # type: ignore[attr-defined]
         conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
     queue.job(name="welcome")(lambda user_id: None)
     return queue
@@ -39,7 +39,7 @@ def refused(q: Queue) -> tuple[str, float]:
 
 
 def test_a_sqlite3_transaction_of_the_caller_is_named_at_once(q: Queue) -> None:
-    conn = sqlite3.connect(q.store.path)  # type: ignore[attr-defined]
+    conn = sqlite3.connect(q._store.path)  # type: ignore[attr-defined]
     conn.execute("INSERT INTO users (email) VALUES ('ada@example.com')")  # opens a write txn
     message, took = refused(q)
     assert took < FAST, took
@@ -54,7 +54,7 @@ def test_a_sqlalchemy_connection_and_session_are_found(q: Queue) -> None:
     from sqlalchemy import create_engine, text
     from sqlalchemy.orm import Session
 
-    engine = create_engine(f"sqlite:///{q.store.path}")  # type: ignore[attr-defined]
+    engine = create_engine(f"sqlite:///{q._store.path}")  # type: ignore[attr-defined]
     with engine.begin() as db:
         db.execute(text("INSERT INTO users (email) VALUES ('ada@example.com')"))
         message, took = refused(q)
@@ -74,7 +74,7 @@ def test_another_threads_lock_is_waited_for(q: Queue) -> None:
     locked, release = threading.Event(), threading.Event()
 
     def writer() -> None:
-        conn = sqlite3.connect(q.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(q._store.path)  # type: ignore[attr-defined]
         conn.execute("INSERT INTO users (email) VALUES ('ada@example.com')")
         locked.set()
         release.wait(30)
@@ -96,7 +96,7 @@ def test_another_processes_lock_past_the_timeout_is_an_outage(tmp_path: Path) ->
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
          "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()",
-         q.store.path],  # type: ignore[attr-defined]
+         q._store.path],  # type: ignore[attr-defined]
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

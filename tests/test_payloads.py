@@ -19,9 +19,9 @@ from tickq.payload import MAX_DEPTH
 
 def raw_sql(q: Queue, sql: str, *params: Any) -> None:
     """Run SQL on tickq's own (autocommit) connection; ``?`` placeholders on both backends."""
-    if q.store.dialect == "postgres":
+    if q._store.dialect == "postgres":
         sql = sql.replace("?", "%s")
-    q.store._connection().execute(sql, params)
+    q._store._connection().execute(sql, params)
 
 
 def nested(depth: int) -> Any:
@@ -79,7 +79,7 @@ def test_a_bad_stored_option_fails_its_job_alone(
 ) -> None:
     queue.enqueue("innocent", {"n": 1})
     bad = queue.enqueue("echo", {"a": 1})
-    if queue.store.dialect == "postgres":  # its INTEGER column can't hold the text at all
+    if queue._store.dialect == "postgres":  # its INTEGER column can't hold the text at all
         with pytest.raises(Exception, match="invalid input syntax for type integer"):
             raw_sql(queue, f"UPDATE tickq_jobs SET {column} = 'x' WHERE id = ?", bad)
         return
@@ -96,7 +96,7 @@ def test_a_payload_stored_as_a_number_fails_alone(
     queue: Queue, received: list[dict[str, Any]]
 ) -> None:
     bad = queue.enqueue("echo")
-    if queue.store.dialect == "postgres":  # a json column takes no integer
+    if queue._store.dialect == "postgres":  # a json column takes no integer
         with pytest.raises(Exception, match="is of type json but expression is of type integer"):
             raw_sql(queue, "UPDATE tickq_jobs SET payload = 5 WHERE id = ?", bad)
         return
@@ -340,7 +340,7 @@ def test_migration_5_keeps_jsonb_payloads_of_an_existing_postgres_database(
     from tickq.store.queries import migrations
 
     q = Queue(pg_schema_url)
-    migrate(q.store, migrations("postgres")[:4])
+    migrate(q._store, migrations("postgres")[:4])
     raw_sql(
         q, """INSERT INTO tickq_jobs (type, payload) VALUES ('echo', '{"b": 1, "a": [-0.0]}')"""
     )

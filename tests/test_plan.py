@@ -196,7 +196,7 @@ def test_the_spring_forward_night_is_planned_for() -> None:
 )
 def test_sampled_days_stand_for_the_whole_year(schedule: dict[str, Any]) -> None:
     """The days planning walks yield exactly the waits that walking all 365 would."""
-    definition = next(iter(app(schedule).schedules.values()))
+    definition = next(iter(app(schedule)._schedules.values()))
     need = cron_need(definition, YEAR)
     every_day = [
         w for k in range(365) for w in day_waits(definition, date(YEAR, 1, 1) + timedelta(k))
@@ -225,7 +225,7 @@ REPLAYED = [
 def test_replayed_grid_meets_every_slot_and_a_slower_one_fails(schedule: dict[str, Any]) -> None:
     q = app(schedule)
     plan = make_plan(q, year=YEAR)
-    definition = next(iter(q.schedules.values()))
+    definition = next(iter(q._schedules.values()))
     assert replay(definition, grid_ticks(plan.grid.interval, plan.grid.phase)) is None
     slower = [i for i in CANDIDATES if i > plan.grid.interval]
     for interval in slower:  # every phase of every slower grid misses something
@@ -237,7 +237,7 @@ def test_replayed_cron_lines_meet_every_slot() -> None:
     q = app(REPLAYED[0])
     plan = make_plan(q, year=YEAR)
     assert plan.lines is not None
-    assert replay(next(iter(q.schedules.values())), line_ticks(plan.lines.lines)) is None
+    assert replay(next(iter(q._schedules.values())), line_ticks(plan.lines.lines)) is None
 
 
 def replay(

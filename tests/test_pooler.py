@@ -137,7 +137,7 @@ def test_a_transaction_pooler_is_found_out_by_the_first_lost_prepared_statement(
     first.migrate()
     ids = [_enqueue_work(q) for _ in range(8) for q in (first, second)]
     assert len(set(ids)) == 16
-    assert second.store.transaction_pooled
+    assert second._store.transaction_pooled
     assert "Add ?pooler=transaction to the database URL" in caplog.text
     assert len(first.list_jobs(limit=100)) == 16
     assert second.process_jobs(limit=10)["succeeded"] == 10
@@ -242,7 +242,7 @@ def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -
     url = bouncer.url(schema)
     q = Queue(url)
     q.migrate()
-    assert not q.store.transaction_pooled
+    assert not q._store.transaction_pooled
     with WorkerProcess("--poll-interval", "60", TICKQ_DATABASE_URL=url) as w:
         w.wait_for_line("listening for enqueues")
         time.sleep(0.3)
@@ -250,7 +250,7 @@ def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -
         eventually(lambda: all(q.get_job(i).status == "done" for i in ids), 20, "jobs done")  # type: ignore[union-attr]
         sql = "SELECT count(*) FROM pg_prepared_statements"
         assert (
-            q.store._connection().execute(sql).fetchone()[0] > 0
+            q._store._connection().execute(sql).fetchone()[0] > 0
         )  # session mode: psycopg's prepared statements stay on
         w.send(15)
         assert w.wait() == 0
@@ -258,7 +258,7 @@ def test_session_mode_pooler_keeps_listen_and_prepares_as_usual(pooled: Start) -
 
 
 def _enqueue_work(q: Queue, **payload: float) -> int:
-    if q.definition("work") is None:
+    if q._definition("work") is None:
 
         @q.job(name="work")
         def work(seconds: float = 0.0) -> None: ...
@@ -310,7 +310,7 @@ def test_a_finished_job_is_recorded_even_when_the_connection_is_cut_under_it(
 
 
 def _enqueue_on(q: Queue, conn: object) -> int:
-    if q.definition("work") is None:
+    if q._definition("work") is None:
 
         @q.job(name="work")
         def work(seconds: float = 0.0) -> None: ...
@@ -322,7 +322,7 @@ def test_a_listen_url_that_is_not_a_postgres_url_is_refused_at_start(pg_schema_u
     from tickq.worker import Worker
 
     with pytest.raises(ConfigurationError, match="listen_url must be a postgresql:// URL"):
-        Worker(Queue(pg_schema_url).runtime, listen_url="postgresql://h/db?nonsense=1")
+        Worker(Queue(pg_schema_url)._runtime, listen_url="postgresql://h/db?nonsense=1")
 
 
 def test_listen_url_comes_from_tickq_listen_url_when_not_given(
@@ -331,12 +331,12 @@ def test_listen_url_comes_from_tickq_listen_url_when_not_given(
     from tickq.worker import Worker
 
     monkeypatch.setenv("TICKQ_LISTEN_URL", "postgresql://postgres@db.internal:5432/app")
-    w = Worker(Queue(pg_schema_url + "&pooler=transaction").runtime)
+    w = Worker(Queue(pg_schema_url + "&pooler=transaction")._runtime)
     assert w.listens and w._wake_up() == (
         "LISTEN/NOTIFY on a direct connection to db.internal:5432/app"
     )
     monkeypatch.delenv("TICKQ_LISTEN_URL")
-    w = Worker(Queue(pg_schema_url + "&pooler=transaction").runtime)
+    w = Worker(Queue(pg_schema_url + "&pooler=transaction")._runtime)
     assert not w.listens and w.poll_interval == 1.0
     assert w._wake_up().startswith("polling only (behind a transaction pooler")
 
@@ -351,14 +351,14 @@ def test_a_statement_of_the_same_name_but_other_parameters_is_a_pooler_sign(
     q = Queue(pg_schema_url)
     q.migrate()
     ids = [_enqueue_work(q) for _ in range(8)]  # the insert gets prepared
-    store: Any = q.store  # the store's own connection
+    store: Any = q._store  # the store's own connection
     conn = store._connection()
     prepared = "SELECT name FROM pg_prepared_statements WHERE cardinality(parameter_types) > 2"
     [(insert,)] = conn.execute(prepared, prepare=False).fetchall()
     conn.execute(f"DEALLOCATE {insert}", prepare=False)
     conn.execute(f"PREPARE {insert} AS SELECT CAST($1 AS int) + CAST($2 AS int)", prepare=False)
     ids.append(_enqueue_work(q))
-    assert q.store.transaction_pooled
+    assert q._store.transaction_pooled
     assert len(set(ids)) == 9 and len(q.list_jobs(limit=20)) == 9
     q.close()
 
@@ -369,7 +369,7 @@ def test_migrate_leaves_no_prepared_statement_behind(pg_schema_url: str) -> None
     # connection (another client's first statement of that name then fails).
     q = Queue(pg_schema_url)
     assert len(q.migrate()) >= 6
-    store: Any = q.store
+    store: Any = q._store
     rows = (
         store._connection()
         .execute("SELECT name FROM pg_prepared_statements", prepare=False)

@@ -140,11 +140,11 @@ def test_without_signing_keys_the_header_is_ignored(
 
 def test_token_ids_are_kept_until_they_expire(queue: Queue) -> None:
     now = time.time()
-    assert queue.store.remember_token("jwt_1", now + 60)
-    assert not queue.store.remember_token("jwt_1", now + 60)
-    assert queue.store.remember_token("jwt_old", now - 1)
-    assert queue.store.remember_token("jwt_2", now + 60)  # forgets jwt_old meanwhile
-    assert queue.store.remember_token("jwt_old", now + 60), "an expired id was forgotten"
+    assert queue._store.remember_token("jwt_1", now + 60)
+    assert not queue._store.remember_token("jwt_1", now + 60)
+    assert queue._store.remember_token("jwt_old", now - 1)
+    assert queue._store.remember_token("jwt_2", now + 60)  # forgets jwt_old meanwhile
+    assert queue._store.remember_token("jwt_old", now + 60), "an expired id was forgotten"
 
 
 def test_signing_keys_alone_need_no_cron_secret_warning(

@@ -358,7 +358,7 @@ def test_manual_retry_cancel_prune_and_their_errors(
 
 def test_migrate_is_idempotent_and_schema_sql_is_printable(db_url: str) -> None:
     q = Queue(db_url)
-    assert q.migrate() == [version for version, _, _ in migrations(q.store.dialect)]
+    assert q.migrate() == [version for version, _, _ in migrations(q._store.dialect)]
     assert q.migrate() == []
     assert "CREATE TABLE tickq_jobs" in q.schema_sql()
 

@@ -20,15 +20,15 @@ def test_the_old_import_paths_still_work() -> None:
 def test_the_facade_and_its_runtime_share_one_state(tmp_path: Path) -> None:
     q = Queue(f"sqlite:///{tmp_path / 'q.db'}", lease_seconds=30)
     q.migrate()
-    rt = q.runtime
-    assert rt.store is q.store and rt.lease_seconds == 30.0 and rt.owner == q.owner
-    assert rt.lease_keeper is q.lease_keeper and rt.schedules is q.schedules
+    rt = q._runtime
+    assert rt.store is q._store and rt.lease_seconds == 30.0 and rt.owner == q._runtime.owner
+    assert rt.lease_keeper is q._runtime.lease_keeper and rt.schedules is q._schedules
 
     @q.job()
     def boom() -> None:
         raise RuntimeError("no")
 
-    assert rt.definition("boom") is q.definition("boom") and rt.job_names() == ["boom"]
+    assert rt.definition("boom") is q._definition("boom") and rt.job_names() == ["boom"]
     failed: list[Job] = []
     q.on_failure(failed.append)
     boom.with_options(max_attempts=1).enqueue()

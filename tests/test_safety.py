@@ -116,7 +116,7 @@ def test_a_late_finisher_changes_nothing_after_its_job_was_rescued(db_url: str) 
     assert [(a.attempt, a.outcome) for a in fast.attempts(job_id)] == [(1, "refunded"), (1, "done")]
 
     # A late failure is fenced just the same.
-    assert slow.store.record(slow.owner, [Outcome(job, "failed", "late")]).stale == [job]
+    assert slow._store.record(slow._runtime.owner, [Outcome(job, "failed", "late")]).stale == [job]
     assert fast.get_job(job_id).status == "done"  # type: ignore[union-attr]
 
 

@@ -207,11 +207,11 @@ def test_decorator_registers_a_job_and_refuses_mistakes(tmp_path) -> None:  # ty
     @q.job(max_attempts=2)
     def evening() -> None: ...
 
-    assert q.schedules["digest"].max_delay == timedelta(hours=1)
-    assert q.definition("digest").max_delay is None  # type: ignore[union-attr]
-    assert q.schedules["digest"].tz == "Europe/Berlin"
-    assert q.schedules["digest-evening"].job == "evening"
-    assert q.definition("evening").max_attempts == 2  # type: ignore[union-attr]
+    assert q._schedules["digest"].max_delay == timedelta(hours=1)
+    assert q._definition("digest").max_delay is None  # type: ignore[union-attr]
+    assert q._schedules["digest"].tz == "Europe/Berlin"
+    assert q._schedules["digest-evening"].job == "evening"
+    assert q._definition("evening").max_attempts == 2  # type: ignore[union-attr]
     with pytest.raises(ConfigurationError, match="already registered"):
         q.schedule("@daily", name="digest-evening")(evening)
     with pytest.raises(ConfigurationError, match=r"@q.schedule\('\*/15 \* \* \* \*'\)"):
@@ -221,4 +221,4 @@ def test_decorator_registers_a_job_and_refuses_mistakes(tmp_path) -> None:  # ty
         @q.schedule("@hourly")
         def needs_args(user_id: int) -> None: ...
 
-    assert q.definition("needs_args") is None and "needs_args" not in q.schedules
+    assert q._definition("needs_args") is None and "needs_args" not in q._schedules

@@ -46,7 +46,7 @@ def mismatch(of_record: list[str], migrated: list[str], dialect: str) -> str:
 def migrated(url: str, steps: list[Step] | None = None) -> None:
     q = Queue(url)
     try:
-        migrate(q.store, steps)
+        migrate(q._store, steps)
     finally:
         q.close()
 

@@ -289,7 +289,7 @@ def test_a_database_at_schema_8_keeps_its_history_through_migration_11(db_url: s
     from tickq.store.queries import migrations
 
     q = Queue(db_url, clock=FrozenClock(), strict=False)
-    migrate(q.store, [m for m in migrations(q.store.dialect) if m[0] <= 8])
+    migrate(q._store, [m for m in migrations(q._store.dialect) if m[0] <= 8])
     job_id = q.enqueue("t", {})
     raw_sql(q, "UPDATE tickq_jobs SET status = 'failed', attempts = 1, "
                "attempted_at = run_after, finished_at = run_after")  # fmt: skip
@@ -310,7 +310,7 @@ def test_a_database_at_schema_8_keeps_its_history_through_migration_11(db_url: s
 
 def raw_sql(q: Queue, sql: str) -> None:
     """Run SQL on tickq's own (autocommit) connection."""
-    q.store._connection().execute(sql)
+    q._store._connection().execute(sql)
 
 
 def test_only_a_snooze_past_max_snooze_alerts(

@@ -48,7 +48,7 @@ def q(tmp_path: Path) -> Iterator[Queue]:
 @pytest.fixture
 def listening(q: Queue) -> Iterator[Heard]:
     heard, stop = Heard(), threading.Event()
-    thread = threading.Thread(target=q.store.listen, args=(heard, stop), daemon=True)
+    thread = threading.Thread(target=q._store.listen, args=(heard, stop), daemon=True)
     thread.start()
     assert heard.wait_for(1), "the listener never said it was listening"
     yield heard
@@ -62,7 +62,7 @@ def enqueue_from_another_process(q: Queue, count: int = 1) -> None:
         "import sys; from tickq import Queue; q = Queue(sys.argv[1], strict=False); "
         f"q.enqueue_many([('work', {{}})] * {count})"
     )
-    subprocess.run([sys.executable, "-c", code, q.store.url], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code, q._store.url], check=True, timeout=60)
 
 
 def test_listener_wakes_for_another_process_commit_and_not_otherwise(
@@ -70,7 +70,7 @@ def test_listener_wakes_for_another_process_commit_and_not_otherwise(
 ) -> None:
     assert listening.calls == [None]
     rolled_back = filewatch.SAFETY * 2  # an idle listener looks (and finds nothing) twice
-    with q.store._connection() as conn:  # not wake on a transaction rolled back
+    with q._store._connection() as conn:  # not wake on a transaction rolled back
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM tickq_jobs")
         conn.execute("ROLLBACK")
@@ -85,7 +85,7 @@ def test_without_inotify_the_listener_polls_data_version(
 ) -> None:
     monkeypatch.setattr(filewatch.FileWatch, "_load", lambda self: None)
     heard, stop = Heard(), threading.Event()
-    thread = threading.Thread(target=q.store.listen, args=(heard, stop), daemon=True)
+    thread = threading.Thread(target=q._store.listen, args=(heard, stop), daemon=True)
     thread.start()
     try:
         assert heard.wait_for(1)
@@ -99,7 +99,7 @@ def test_without_inotify_the_listener_polls_data_version(
 
 def test_the_watch_survives_a_checkpoint_truncating_the_wal(q: Queue, listening: Heard) -> None:
     q.close()  # the listener's own connection keeps the -wal; checkpoint and truncate it
-    with q.store._connection() as conn:
+    with q._store._connection() as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     enqueue_from_another_process(q)
     assert listening.wait_for(2)
@@ -110,7 +110,7 @@ def test_the_watch_survives_a_checkpoint_truncating_the_wal(q: Queue, listening:
 def test_idle_sqlite_worker_starts_another_process_job_before_its_poll(
     q: Queue, tmp_path: Path
 ) -> None:
-    env = {"TICKQ_DATABASE_URL": q.store.url, "TICKQ_TEST_RUNS": str(tmp_path)}
+    env = {"TICKQ_DATABASE_URL": q._store.url, "TICKQ_TEST_RUNS": str(tmp_path)}
     with WorkerProcess("--poll-interval", "600", **env) as w:
         w.wait_for_line("listening for enqueues")
         assert "PRAGMA data_version" in w.wait_for_line("wake-up on")
@@ -122,7 +122,7 @@ def test_idle_sqlite_worker_starts_another_process_job_before_its_poll(
 
 
 def test_two_workers_on_one_file_each_hear_enqueues(q: Queue, tmp_path: Path) -> None:
-    env = {"TICKQ_DATABASE_URL": q.store.url, "TICKQ_TEST_RUNS": str(tmp_path)}
+    env = {"TICKQ_DATABASE_URL": q._store.url, "TICKQ_TEST_RUNS": str(tmp_path)}
     args = ("--poll-interval", "600", "--concurrency", "1")
     with WorkerProcess(*args, **env) as first, WorkerProcess(*args, **env) as second:
         for w in (first, second):

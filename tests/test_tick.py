@@ -240,17 +240,17 @@ def test_a_tick_that_lost_the_race_enqueues_nothing(
     clock.set(at(9, 0, 5))
     q.tick()
     clock.set(at(9, 15, 5))
-    seen = q.store.tick_state()  # two ticks read the same cursor...
+    seen = q._store.tick_state()  # two ticks read the same cursor...
     assert seen.cursors["quarter"] == at(9)
     assert len(q.enqueue_schedules()) == 1  # ...one moves it first
-    job = q.new_job(
+    job = q._new_job(
         "quarter", {}, run_after=at(9, 15), unique_key="schedule:quarter:x", unique_scope="all"
     )
     late = ScheduleMove("quarter", seen.cursors["quarter"], at(9, 15), at(9, 15), [job])
-    assert q.store.enqueue_schedules([late]) == [None]
+    assert q._store.enqueue_schedules([late]) == [None]
     assert len(slot_jobs(q, "quarter")) == 2  # 09:00 and 09:15, nothing from the loser
     first_sight = ScheduleMove("quarter", None, at(9, 15), None, [])
-    assert q.store.enqueue_schedules([first_sight]) == [None]  # it exists: no reset
+    assert q._store.enqueue_schedules([first_sight]) == [None]  # it exists: no reset
 
 
 def test_a_failing_scheduled_job_retries_without_its_slot_coming_back(
@@ -363,9 +363,9 @@ def test_an_empty_tick_takes_three_round_trips_on_postgres(
     q.tick()  # the first tick stores the schedule's cursor
     calls: list[str] = []
     for name in ("_query", "_query_many"):
-        original = getattr(q.store, name)
+        original = getattr(q._store, name)
         monkeypatch.setattr(
-            q.store, name, lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1]
+            q._store, name, lambda *a, _o=original, _n=name, **k: (calls.append(_n), _o(*a, **k))[1]
         )
     summary = q.tick()
     assert summary["jobs"]["claimed"] == 0 and summary["remaining_due"] == 0

@@ -32,7 +32,7 @@ def sqlalchemy_url(q: Queue, driver: str) -> str:
 
 @contextmanager
 def sqlite3_conn(q: Queue) -> Iterator[Any]:
-    conn = sqlite3.connect(q.store.path)  # type: ignore[attr-defined]
+    conn = sqlite3.connect(q._store.path)  # type: ignore[attr-defined]
     yield conn
     conn.close()
 
@@ -59,7 +59,7 @@ def sqlalchemy_connection(q: Queue) -> Iterator[Any]:
     from sqlalchemy import create_engine
 
     engine = create_engine(
-        sqlalchemy_url(q, "pysqlite" if q.store.dialect == "sqlite" else "psycopg")
+        sqlalchemy_url(q, "pysqlite" if q._store.dialect == "sqlite" else "psycopg")
     )
     with engine.connect() as conn:
         yield conn
@@ -72,7 +72,7 @@ def sqlalchemy_session(q: Queue) -> Iterator[Any]:
     from sqlalchemy.orm import Session
 
     engine = create_engine(
-        sqlalchemy_url(q, "pysqlite" if q.store.dialect == "sqlite" else "psycopg")
+        sqlalchemy_url(q, "pysqlite" if q._store.dialect == "sqlite" else "psycopg")
     )
     with Session(engine) as session:
         yield session
@@ -144,7 +144,7 @@ async def _async_roundtrip(q: Queue, kind: str) -> None:
         return
     from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
-    driver = "aiosqlite" if q.store.dialect == "sqlite" else "asyncpg"
+    driver = "aiosqlite" if q._store.dialect == "sqlite" else "asyncpg"
     url = sqlalchemy_url(q, driver)
     if driver == "asyncpg":  # asyncpg takes server settings, not libpq options
         url = url.split("?")[0]
@@ -181,14 +181,14 @@ def test_async_connections_commit_and_roll_back_with_the_caller(q: Queue, kind: 
 
 
 def test_enqueue_async_without_conn_uses_tickqs_connection(q: Queue) -> None:
-    fn = q.definition(JOB)
+    fn = q._definition(JOB)
     assert fn is not None
     job_id = asyncio.run(q.enqueue_async(JOB, {"user_id": 7}))
     assert q.get_job(job_id) is not None
 
 
 def test_a_connection_to_the_other_database_kind_is_refused(q: Queue, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    if q.store.dialect == "postgres":
+    if q._store.dialect == "postgres":
         conn = sqlite3.connect(tmp_path / "other.db")
         with pytest.raises(
             ConfigurationError, match=r"sqlite connection .* stores jobs in postgres"

@@ -17,7 +17,7 @@ def _listen(url: str, q: Queue):  # type: ignore[no-untyped-def]
     import psycopg
 
     conn = psycopg.connect(url, autocommit=True)
-    channel = q.store._query("channel")[0][0]
+    channel = q._store._query("channel")[0][0]
     conn.execute(f'LISTEN "{channel}"')
     return conn
 
@@ -141,7 +141,7 @@ def test_each_schema_has_its_own_channel(pg_schema_url: str) -> None:
     try:
         q2 = Queue(with_search_path(PG_URL, other))
         q2.migrate()
-        assert q1.store._query("channel") != q2.store._query("channel")
+        assert q1._store._query("channel") != q2._store._query("channel")
         q2.close()
     finally:
         with psycopg.connect(PG_URL, autocommit=True) as conn:
@@ -161,7 +161,7 @@ def test_store_listen_relays_notifications_until_stopped(pg_schema_url: str) -> 
 
     later: list[tuple[str, float]] = []
     stop = threading.Event()
-    thread = threading.Thread(target=q.store.listen, daemon=True,
+    thread = threading.Thread(target=q._store.listen, daemon=True,
                               args=(wake, stop, None, lambda *a: later.append(a)))  # fmt: skip
     thread.start()
     assert ready.wait(10)
@@ -180,7 +180,7 @@ def test_in_memory_sqlite_listens_to_nobody_until_stopped() -> None:
     q = Queue("sqlite:///:memory:")
     heard: list[set[str] | None] = []
     stop = threading.Event()
-    thread = threading.Thread(target=q.store.listen, args=(heard.append, stop), daemon=True)
+    thread = threading.Thread(target=q._store.listen, args=(heard.append, stop), daemon=True)
     thread.start()
     stop.set()
     thread.join(10)
@@ -191,15 +191,15 @@ def test_this_process_hears_its_own_enqueues(backend: str, frozen_queue: Queue) 
     q = frozen_queue
     q.strict = False
     heard: list[set[str] | None] = []
-    q.store.subscribe(heard.append)
+    q._store.subscribe(heard.append)
     q.enqueue("a", {}, queue="emails")
     q.enqueue("a", {}, run_after=timedelta(minutes=5))
     q.enqueue_many([("a", {}), ("a", {}, {"queue": "b"})])
     if backend == "sqlite":
-        path = q.store.path  # type: ignore[attr-defined]
+        path = q._store.path  # type: ignore[attr-defined]
         with sqlite3.connect(path) as conn:
             q.enqueue("a", {}, conn=conn, queue="mine")
-    q.store.unsubscribe(heard.append)
+    q._store.unsubscribe(heard.append)
     q.enqueue("a", {})
     expected = [{"emails"}, {"default", "b"}] + ([{"mine"}] if backend == "sqlite" else [])
     assert heard == expected
@@ -210,25 +210,25 @@ def test_due_in_says_how_long_until_the_next_pending_job(
 ) -> None:
     q = frozen_queue
     q.strict = False
-    assert q.store.due_in() is None
+    assert q._store.due_in() is None
     q.enqueue("a", {}, run_after=timedelta(seconds=90), queue="later")
     q.enqueue("a", {}, run_after=timedelta(seconds=30), queue="sooner")
-    assert q.store.due_in() == pytest.approx(30)
-    assert q.store.due_in(["later"]) == pytest.approx(90)
-    assert q.store.due_in(["none"]) is None
+    assert q._store.due_in() == pytest.approx(30)
+    assert q._store.due_in(["later"]) == pytest.approx(90)
+    assert q._store.due_in(["none"]) is None
     clock.advance(seconds=45)
-    assert q.store.due_in() == pytest.approx(-15)  # overdue: claim now
+    assert q._store.due_in() == pytest.approx(-15)  # overdue: claim now
 
 
 def test_lease_keeper_reports_jobs_it_lost(frozen_queue: Queue) -> None:
     q = frozen_queue
     q.strict = False
     q.enqueue_many([("a", {}), ("a", {})])
-    kept, released = q.store.claim(q.owner, 2, q.lease_seconds)
+    kept, released = q._store.claim(q._runtime.owner, 2, q.lease_seconds)
     lost: list[set[int]] = []
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds, on_lost=lost.append)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds, on_lost=lost.append)
     keeper.hold([kept, released])
-    q.store.release(q.owner, [released])  # no longer ours (e.g. rescued while we stalled)
+    q._store.release(q._runtime.owner, [released])  # no longer ours (e.g. rescued while we stalled)
     keeper.renew()
     assert lost == [{released.id}] and keeper.lost() == {released.id}
     keeper.renew()
@@ -242,13 +242,13 @@ def test_lease_keeper_keeps_a_newer_claim_of_the_same_job(
     q = frozen_queue
     q.strict = False
     q.enqueue("a", {})
-    (first,) = q.store.claim(q.owner, 1, q.lease_seconds)
-    keeper = LeaseKeeper(q.store, q.owner, q.lease_seconds)
+    (first,) = q._store.claim(q._runtime.owner, 1, q.lease_seconds)
+    keeper = LeaseKeeper(q._store, q._runtime.owner, q.lease_seconds)
     keeper.hold([first], started=True)
     keeper.renew()  # records that it started: its attempt now counts
     clock.advance(seconds=q.lease_seconds + 1)
-    assert [j.id for j in q.store.rescue_expired()] == [first.id]
-    (again,) = q.store.claim(q.owner, 1, q.lease_seconds)
+    assert [j.id for j in q._store.rescue_expired()] == [first.id]
+    (again,) = q._store.claim(q._runtime.owner, 1, q.lease_seconds)
     assert (again.id, again.attempts) == (first.id, 2)
     keeper.hold([again])
     keeper.drop([first])  # the old attempt finishing late must not drop the new lease

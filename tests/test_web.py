@@ -111,7 +111,7 @@ def app_queue(tmp_path: Path, clock: FrozenClock) -> Iterator[Queue]:
 
 
 def no_tick_recorded_since(q: Queue, ticks: int) -> bool:
-    return q.store.last_tick()[1] == ticks and q.list_jobs(type="morning_report") == []
+    return q._store.last_tick()[1] == ticks and q.list_jobs(type="morning_report") == []
 
 
 # -- protection ---------------------------------------------------------------------------

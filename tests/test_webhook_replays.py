@@ -225,13 +225,13 @@ def test_a_first_delivery_is_not_read_back(receiving: Receiving) -> None:
     """Only a delivery whose event is already stored reads the stored job back to compare
     it: a first one costs its insert alone."""
     r, reads = receiving, []
-    real_get = r.q.store.get
+    real_get = r.q._store.get
 
     def get(job_id: int) -> Any:  # the real read, counted
         reads.append(job_id)
         return real_get(job_id)
 
-    r.q.store.get = get  # type: ignore[method-assign]
+    r.q._store.get = get  # type: ignore[method-assign]
     bodies = [json.dumps({"id": f"evt_{n}", "type": "invoice.paid"}).encode() for n in range(3)]
     with serving(r.q.asgi_app()) as base:
         answers = [post(base, "/hooks/stripe", b, stripe(b, r.now)) for b in bodies]

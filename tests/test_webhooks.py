@@ -393,7 +393,7 @@ def test_registration_errors_are_clear(sqlite_hooks: Hooks) -> None:
             q.webhook(path, **options)(lambda event: None)
     with pytest.raises(ConfigurationError, match="exactly one parameter, the event"):
         q.webhook("/hooks/two", verify=GitHub("s"))(lambda event, other: None)
-    assert "/hooks/two" not in q.runtime.webhooks and "<lambda>" not in q.job_names()
+    assert "/hooks/two" not in q._runtime.webhooks and "<lambda>" not in q.job_names()
     with pytest.raises(ConfigurationError, match="under the dashboard's prefix '/admin'"):
         q.webhook("/admin/hook", verify=GitHub("s"), name="admin_hook")(lambda event: None)
         q.asgi_app(dashboard={"prefix": "/admin"})
@@ -407,7 +407,7 @@ def test_a_webhook_job_takes_every_job_option(sqlite_hooks: Hooks) -> None:
     job = q.webhook("/hooks/limited", verify=GitHub("s"), name="limited_hook", concurrency=2,
                     rate_limit="10/s", max_snooze=timedelta(hours=1), max_attempts=2)(
         lambda event: None)  # fmt: skip
-    definition = q.definition(job.name)
+    definition = q._definition(job.name)
     assert definition is not None and definition.max_attempts == 2
     assert definition.max_snooze == timedelta(hours=1)
     assert definition.limit is not None

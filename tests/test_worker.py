@@ -162,7 +162,7 @@ def test_lost_lease_stops_the_worker_treating_the_job_as_its_own(
         # Taken from under the worker (as a rescue would): retried by hand, due in an hour.
         held = q.get_job(job_id)
         assert held is not None and held.lease_owner is not None
-        taken = q.store.record(held.lease_owner, [Outcome(held, "retried", "E: taken", 3600)])
+        taken = q._store.record(held.lease_owner, [Outcome(held, "retried", "E: taken", 3600)])
         assert [j.id for j in taken.retried] == [job_id]
         w.wait_for_line(f"job {job_id} is no longer ours")  # the next renewal (every 1s)
         w.wait_for_line(f"job {job_id} awork attempt 1/4 stale")

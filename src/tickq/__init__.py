@@ -4,10 +4,12 @@ Jobs live in a table of your database (SQLite by default, Postgres to grow), are
 in the same transaction as the change that caused them, retried with growing delays, and
 marked failed loudly. See https://pypi.org/project/tickq/ and the README.
 
-The public surface is the names in ``__all__`` below, plus the modules ``tickq.alerts``,
-``tickq.metrics``, ``tickq.testing``, ``tickq.web``, ``tickq.webhooks``,
-``tickq.schedulers`` and ``tickq.plan``; every other module is internal (its docstring
-starts with "Internal:") and may change.
+The public surface is stated once, below: the names in ``__all__``, the modules in
+``_PUBLIC_MODULES`` (their own ``__all__``) and the classes in ``_PUBLIC_TYPES``, which
+you hold without importing them (``@q.job`` returns a ``JobFunction``). Everything else is
+internal and may change, whatever its name; many internal modules also say so at the top
+of their docstring ("Internal:"). tests/test_public_surface.py checks that the reference
+(docs/reference.md) documents exactly this surface.
 """
 
 from ._version import __version__
@@ -49,3 +51,17 @@ __all__ = [
     "__version__",
     "current_job",
 ]
+
+_PUBLIC_MODULES = (
+    "tickq.alerts",
+    "tickq.contrib.django",
+    "tickq.dashboard",
+    "tickq.metrics",
+    "tickq.plan",
+    "tickq.retry",
+    "tickq.schedulers",
+    "tickq.testing",
+    "tickq.web",
+    "tickq.webhooks",
+)
+_PUBLIC_TYPES = ("tickq.queue.JobFunction", "tickq.job.Attempt")

@@ -56,6 +56,7 @@ class FrozenClock:
         """Only this clock's own readings compare with its ``monotonic()``."""
 
     def now(self) -> datetime:
+        """The time this clock is at (aware UTC)."""
         return self._now
 
     def monotonic(self) -> float:
@@ -63,12 +64,14 @@ class FrozenClock:
         return self._monotonic
 
     def advance(self, delta: timedelta | None = None, **kwargs: float) -> datetime:
+        """Move on by ``delta`` or by ``timedelta(**kwargs)``; returns the new time."""
         step = delta if delta is not None else timedelta(**kwargs)
         self._now += step
         self._monotonic += max(0.0, step.total_seconds())
         return self._now
 
     def set(self, when: datetime) -> None:
+        """Jump to ``when`` (an aware datetime), forward or back."""
         when = require_aware(when, "when")
         self._monotonic += max(0.0, (when - self._now).total_seconds())
         self._now = when

@@ -77,6 +77,7 @@ class JobContext(Frozen):
 
     @property
     def is_last_attempt(self) -> bool:
+        """True on the job's last attempt: if it fails now, the job ends ``failed``."""
         return self.attempt >= self.max_attempts
 
     @property
@@ -93,6 +94,7 @@ class JobContext(Frozen):
 
     @classmethod
     def of(cls, job: Job) -> JobContext:
+        """The context of ``job``'s current attempt, e.g. to call its function in a test."""
         return cls(
             job.id, job.type, job.queue, job.attempts, job.max_attempts, job.idempotency_key,
             job.created_at, job.payload, job.meta, job.snoozes, job.lease_owner,

@@ -10,7 +10,7 @@ from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping
     from datetime import datetime, timedelta
     from typing import Any
 
@@ -23,9 +23,9 @@ class Enqueueing:
 
     __slots__ = ()
     if TYPE_CHECKING:
-        runtime: Runtime
+        _runtime: Runtime
 
-    def new_job(
+    def _new_job(
         self,
         job_type: str,
         payload: Mapping[str, Any] | None = None,
@@ -43,7 +43,7 @@ class Enqueueing:
             run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
             priority=priority, queue=queue, max_attempts=max_attempts,
         )  # fmt: skip
-        return self.runtime.new_job(job_type, payload, options, meta)
+        return self._runtime.new_job(job_type, payload, options, meta)
 
     def enqueue(
         self,
@@ -84,7 +84,7 @@ class Enqueueing:
         conn: Any = None,
     ) -> int:
         """``enqueue`` with its options checked."""
-        return self.insert([self.runtime.new_job(job_type, payload, options)], conn)[0]
+        return self._runtime.insert([self._runtime.new_job(job_type, payload, options)], conn)[0]
 
     async def enqueue_async(
         self,
@@ -115,14 +115,14 @@ class Enqueueing:
         conn: Any = None,
     ) -> int:
         """``enqueue_async`` with its options checked."""
-        job = self.runtime.new_job(job_type, payload, options)
+        job = self._runtime.new_job(job_type, payload, options)
         if conn is None:
             import asyncio
 
-            return (await asyncio.to_thread(self.insert, [job]))[0]
+            return (await asyncio.to_thread(self._runtime.insert, [job]))[0]
         from .store.foreign import insert_on_async
 
-        return (await insert_on_async(self.runtime.store, conn, [job]))[0]
+        return (await insert_on_async(self._runtime.store, conn, [job]))[0]
 
     def enqueue_many(
         self,
@@ -141,11 +141,7 @@ class Enqueueing:
         for item in jobs:
             job_type, payload, *rest = item
             if rest:
-                rows.append(self.new_job(job_type, payload, **rest[0]))
+                rows.append(self._new_job(job_type, payload, **rest[0]))
             else:
-                rows.append(self.runtime.new_job(job_type, payload, DEFAULT_ENQUEUE_OPTIONS))
-        return self.insert(rows, conn)
-
-    def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
-        """Store validated rows (``new_job``); ``conn=`` joins the caller's transaction."""
-        return self.runtime.insert(jobs, conn)
+                rows.append(self._runtime.new_job(job_type, payload, DEFAULT_ENQUEUE_OPTIONS))
+        return self._runtime.insert(rows, conn)

@@ -23,11 +23,11 @@ class Inspection:
     if TYPE_CHECKING:
 
         @property
-        def store(self) -> SqlStore: ...
+        def _store(self) -> SqlStore: ...
 
     def get_job(self, job_id: int) -> Job | None:
         """The job with this id, or None."""
-        return self.store.get(job_id)
+        return self._store.get(job_id)
 
     def attempts(self, job_id: int) -> list[Attempt]:
         """Every attempt of a job, oldest first: start, end, outcome and error.
@@ -40,7 +40,7 @@ class Inspection:
         confirming the start) and ``released`` (cut short when its worker shut down and
         its grace ran out). None is ever a failure.
         """
-        return self.store.attempts(job_id)
+        return self._store.attempts(job_id)
 
     def list_jobs(
         self,
@@ -51,11 +51,11 @@ class Inspection:
         before_id: int | None = None,
     ) -> list[Job]:
         """Jobs newest first, filtered; page with ``before_id`` = last id seen."""
-        return self.store.list_jobs(status, type, queue, limit, before_id)
+        return self._store.list_jobs(status, type, queue, limit, before_id)
 
     def retry(self, job_id: int) -> Job:
         """Put a failed or cancelled job back to pending, due now."""
-        return self.store.retry(job_id)
+        return self._store.retry(job_id)
 
     def retry_failed(
         self,
@@ -75,8 +75,8 @@ class Inspection:
             from .job_options import check_text
 
             check_text("type", type)  # a NUL, say, which no job's type holds
-        total, done = self.store.count_failed(type), 0
-        while ids := self.store.retry_failed(type, batch):
+        total, done = self._store.count_failed(type), 0
+        while ids := self._store.retry_failed(type, batch):
             done += len(ids)
             if progress is not None:
                 progress(done, max(total, done))
@@ -93,14 +93,14 @@ class Inspection:
         the work, and succeeds. If its worker died, it ends cancelled when its lease runs
         out. Asking twice changes nothing. Raises ``InvalidTransition`` for a finished job.
         """
-        return self.store.cancel(job_id)
+        return self._store.cancel(job_id)
 
     def delete(self, job_id: int) -> None:
         """Delete a done, failed or cancelled job and its attempts, as ``prune`` would:
         processed totals keep counting it. Raises ``InvalidTransition`` for an active job."""
         from .store.browse import delete
 
-        delete(self.store, job_id)
+        delete(self._store, job_id)
 
     def prune(
         self,
@@ -115,7 +115,7 @@ class Inspection:
         """
         if older_than < timedelta(0):
             raise ConfigurationError(f"older_than must be >= 0, got {older_than}")
-        return self.store.prune(older_than, progress=progress)
+        return self._store.prune(older_than, progress=progress)
 
     def pause(self, queue: str) -> bool:
         """Stop claiming jobs of ``queue`` on every worker and tick, on every machine, until
@@ -125,18 +125,18 @@ class Inspection:
         """
         from .job_options import check_queue
 
-        return self.store.pause(check_queue(queue))
+        return self._store.pause(check_queue(queue))
 
     def resume(self, queue: str) -> bool:
         """Claim ``queue``'s jobs again (listening workers wake at once); returns False when
         it was not paused. ``tickq resume APP QUEUE`` does the same."""
         from .job_options import check_queue
 
-        return self.store.resume(check_queue(queue, bounded=False))
+        return self._store.resume(check_queue(queue, bounded=False))
 
     def paused(self) -> set[str]:
         """The names of the paused queues."""
-        return self.store.paused()
+        return self._store.paused()
 
     def stats(self) -> dict[str, Any]:
         """What the queue holds and has done, as a JSON-ready dict.
@@ -151,4 +151,4 @@ class Inspection:
         ``wal_bound_bytes``, ``disk_free_bytes``); on Postgres the transactions open longer
         than a minute (``long_transactions``: pid, age_seconds, application_name, state).
         """
-        return self.store.stats()
+        return self._store.stats()

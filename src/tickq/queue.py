@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .alerts import Alerts, Sink
     from .clock import Clock
     from .job import Job
-    from .lease import LeaseKeeper
     from .retry import Backoff
     from .schedule import ScheduleDefinition
     from .store import SqlStore
@@ -74,13 +73,13 @@ class Queue(Enqueueing, Inspection, WebFactories):
         if lease_seconds < 3:
             raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
         self.url = database_url(url)
-        self.registry = Registry()
-        self.runtime = Runtime(open_store(self.url, clock or SystemClock()), self.registry,
-                               float(lease_seconds), strict)  # fmt: skip
+        """The database URL this queue uses (``repr(q)`` shows it without the password)."""
+        self._runtime = Runtime(open_store(self.url, clock or SystemClock()), Registry(),
+                                float(lease_seconds), strict)  # fmt: skip
         if callable(on_failure):
-            self.runtime.failure_hooks.append(on_failure)
+            self._runtime.failure_hooks.append(on_failure)
         elif on_failure is not None:
-            self.runtime.failure_hooks.extend(on_failure)
+            self._runtime.failure_hooks.extend(on_failure)
         self._alerts: Alerts | None = None
         if alerts is not None or any(os.environ.get(name) for name in ALERT_ENV):
             from .alerts import configure_alerts
@@ -98,49 +97,40 @@ class Queue(Enqueueing, Inspection, WebFactories):
 
     def __repr__(self) -> str:
         shown = redact_url(self.url)
-        return f"<tickq.Queue {self.store.dialect} {shown!r} jobs={sorted(self.job_names())}>"
+        return f"<tickq.Queue {self._store.dialect} {shown!r} jobs={sorted(self.job_names())}>"
 
     @property
-    def store(self) -> SqlStore:
+    def _store(self) -> SqlStore:
         """The database seam: every read and transition goes through it."""
-        return self.runtime.store
+        return self._runtime.store
 
     @property
     def lease_seconds(self) -> float:
-        return self.runtime.lease_seconds
+        """How long a claimed job's lease lasts before another process may rescue it."""
+        return self._runtime.lease_seconds
 
     @property
     def strict(self) -> bool:
         """Refuse to enqueue job types this process has not registered."""
-        return self.runtime.strict
+        return self._runtime.strict
 
     @strict.setter
     def strict(self, strict: bool) -> None:
-        self.runtime.strict = strict
+        self._runtime.strict = strict
 
     @property
-    def schedules(self) -> dict[str, ScheduleDefinition]:
+    def _schedules(self) -> dict[str, ScheduleDefinition]:
         """The registered schedules, by name."""
-        return self.runtime.schedules
+        return self._runtime.schedules
 
     @property
     def clock(self) -> Clock:
         """The clock deciding what is due. Replace it in tests: ``q.clock = FrozenClock()``."""
-        return self.store.clock
+        return self._store.clock
 
     @clock.setter
     def clock(self, clock: Clock) -> None:
-        self.store.clock = clock
-
-    # -- identity of this process as a lease owner --------------------------------------
-    @property
-    def owner(self) -> str:
-        """Who holds the leases this process takes: host, pid and a random tag."""
-        return self.runtime.owner
-
-    @property
-    def lease_keeper(self) -> LeaseKeeper:
-        return self.runtime.lease_keeper
+        self._store.clock = clock
 
     # -- declaring jobs -----------------------------------------------------------------
     if TYPE_CHECKING:
@@ -209,50 +199,42 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """``@q.job`` with its options checked: registers the decorated function."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
-            self.registry.check_new(options.name or f.__name__)
+            self._runtime.registry.check_new(options.name or f.__name__)
             return self._add_job(define(f, options))
 
         return register
 
     def _add_job(self, definition: JobDefinition) -> JobFunction[Any, Any]:
         """Register ``definition`` (``@q.job``, ``@q.webhook``, a Django task)."""
-        self.registry.add(definition)
+        self._runtime.registry.add(definition)
         return JobFunction(self, definition)
 
-    def definition(self, job_type: str) -> JobDefinition | None:
+    def _definition(self, job_type: str) -> JobDefinition | None:
         """How this process runs ``job_type``, or None."""
-        return self.registry.definition(job_type)
+        return self._runtime.registry.definition(job_type)
 
     def job_names(self) -> list[str]:
         """The registered job types."""
-        return self.registry.job_names()
+        return self._runtime.registry.job_names()
 
     def on_failure(self, hook: FailureHook) -> FailureHook:
         """Register ``hook(job)`` to run when a job reaches ``failed``; usable as decorator."""
-        self.runtime.failure_hooks.append(hook)
+        self._runtime.failure_hooks.append(hook)
         return hook
-
-    def notify_failed(self, job: Job) -> None:
-        """Run failure hooks; a hook that raises is logged and never stops the caller."""
-        self.runtime.notify_failed(job)
 
     def on_retry(self, hook: FailureHook) -> FailureHook:
         """Register ``hook(job)`` to run after a failed attempt that will be retried."""
-        self.runtime.retry_hooks.append(hook)
+        self._runtime.retry_hooks.append(hook)
         return hook
-
-    def notify_retried(self, job: Job) -> None:
-        """Run retry hooks (a failed attempt, retried later); a hook that raises is logged."""
-        self.runtime.notify_retried(job)
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> list[int]:
         """Create or upgrade tickq's tables. Idempotent and safe to run concurrently."""
-        return self.store.migrate()
+        return self._store.migrate()
 
     def schema_sql(self) -> str:
         """The schema as SQL, for Alembic / Django migrations or a DBA."""
-        return self.store.schema_sql()
+        return self._store.schema_sql()
 
     # -- processing ---------------------------------------------------------------------
     def process_jobs(
@@ -275,7 +257,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """
         from .cycle import run_cycle
 
-        return run_cycle(self.runtime, limit, time_budget, queues)
+        return run_cycle(self._runtime, limit, time_budget, queues)
 
     def run_worker(
         self,
@@ -311,7 +293,7 @@ class Queue(Enqueueing, Inspection, WebFactories):
             handler = log_to_stderr(log_format)
         try:
             return Worker(
-                self.runtime, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
+                self._runtime, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
                 grace=grace, stop=stop, listen_url=listen_url,
             ).run()  # fmt: skip
         finally:
@@ -325,8 +307,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
         connects again, and leases of jobs still running elsewhere keep being renewed.
         Finished outcomes held for the database (see ``process_jobs``'s ``held``) get one
         more try; those it can't record are dropped, with a WARNING naming their jobs."""
-        self.runtime.idle()
-        self.store.close()
+        self._runtime.idle()
+        self._store.close()
 
     # -- schedules and the tick (hosts that sleep) --------------------------------------
     def schedule(
@@ -373,26 +355,26 @@ class Queue(Enqueueing, Inspection, WebFactories):
                 name=name or job_name, job=job_name, cron=cron, every=every, tz=tz,
                 catch_up=catch_up, max_catch_up=max_catch_up, max_delay=max_delay,
             )  # fmt: skip
-            if definition.name in self.schedules:
+            if definition.name in self._schedules:
                 raise ConfigurationError(
                     f"a schedule named {definition.name!r} is already registered; "
                     "pass name= to tell them apart"
                 )
             if isinstance(fn, JobFunction):
-                if fn.queue is not self:
+                if fn._queue is not self:
                     raise ConfigurationError(f"job {fn.name!r} belongs to another Queue")
-                check_no_arguments_needed(fn.definition)
+                check_no_arguments_needed(fn._definition)
                 job = fn
             else:
                 # The schedule's max_delay is about its slots; the job type gets none of
                 # its own, so `tickq plan` doesn't also treat it as enqueued by the app.
                 job = self.job(name=name)(fn)
                 try:
-                    check_no_arguments_needed(job.definition)
+                    check_no_arguments_needed(job._definition)
                 except ConfigurationError:
-                    self.registry.remove(job.name)
+                    self._runtime.registry.remove(job.name)
                     raise
-            self.schedules[definition.name] = definition
+            self._schedules[definition.name] = definition
             return job
 
         return register
@@ -408,13 +390,13 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """
         from .tick import run_tick
 
-        return run_tick(self.runtime, limit, time_budget, self._alerts)
+        return run_tick(self._runtime, limit, time_budget, self._alerts)
 
     def enqueue_schedules(self) -> list[dict[str, Any]]:
         """Enqueue the schedule slots that have come due, without running anything."""
         from .tick import enqueue_schedules
 
-        return enqueue_schedules(self.runtime)
+        return enqueue_schedules(self._runtime)
 
     def health(
         self, expected_interval: timedelta = timedelta(minutes=15), *, alert: bool = True
@@ -426,4 +408,4 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """
         from .tick import tick_health
 
-        return tick_health(self.runtime, expected_interval, alert, lambda: self.alerts)
+        return tick_health(self._runtime, expected_interval, alert, lambda: self.alerts)

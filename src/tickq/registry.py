@@ -215,23 +215,24 @@ class JobFunction(_Generic[P, R]):
     """A function registered with ``@q.job``: call it directly, or ``.enqueue(**kwargs)``."""
 
     def __init__(self, queue: Enqueuer, definition: JobDefinition) -> None:
-        self.queue = queue
-        self.definition = definition
+        self._queue = queue
+        self._definition = definition
         self.name = definition.name
+        """The job type: the name this function's jobs are stored and enqueued under."""
         self.__wrapped__ = definition.fn
         self.__doc__ = definition.fn.__doc__
         self.__name__ = definition.fn.__name__
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.definition.fn(*args, **kwargs)  # type: ignore[no-any-return]
+        return self._definition.fn(*args, **kwargs)  # type: ignore[no-any-return]
 
     def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
         """Enqueue with ``payload`` as keyword arguments; ``conn=`` joins your transaction."""
-        return self.queue._enqueue(self.name, payload, DEFAULT_ENQUEUE_OPTIONS, conn)
+        return self._queue._enqueue(self.name, payload, DEFAULT_ENQUEUE_OPTIONS, conn)
 
     async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
         """``enqueue`` for async code; ``conn=`` takes an async connection or session."""
-        return await self.queue._enqueue_async(self.name, payload, DEFAULT_ENQUEUE_OPTIONS, conn)
+        return await self._queue._enqueue_async(self.name, payload, DEFAULT_ENQUEUE_OPTIONS, conn)
 
     def with_options(self, **options: Any) -> _BoundEnqueue:
         """Enqueue with options: ``f.with_options(run_after=..., unique_key=...).enqueue(...)``
@@ -247,7 +248,7 @@ class _BoundEnqueue:
         self.fn, self.options = fn, options
 
     def enqueue(self, *, conn: Any = None, **payload: Any) -> int:
-        return self.fn.queue._enqueue(self.fn.name, payload, self.options, conn)
+        return self.fn._queue._enqueue(self.fn.name, payload, self.options, conn)
 
     async def enqueue_async(self, *, conn: Any = None, **payload: Any) -> int:
-        return await self.fn.queue._enqueue_async(self.fn.name, payload, self.options, conn)
+        return await self.fn._queue._enqueue_async(self.fn.name, payload, self.options, conn)

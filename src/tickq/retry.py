@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     Backoff = Callable[[int], float | None]
 
+__all__ = ["exponential", "steps"]
 DEFAULT_STEPS: tuple[float, ...] = (60, 300, 1800)
 """The guide's schedule: retry after 1, then 5, then 30 minutes."""
 

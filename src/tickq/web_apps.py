@@ -35,7 +35,7 @@ class WebFactories:
 
     __slots__ = ()
     if TYPE_CHECKING:
-        runtime: Runtime
+        _runtime: Runtime
 
     def endpoint(self, **options: Unpack[EndpointSettings]) -> Endpoint:
         """The framework-free tick and health endpoints (and the webhooks) behind every
@@ -52,7 +52,7 @@ class WebFactories:
         checked = EndpointOptions(**options)
         if warn and (problem := unprotected_problem(checked)):
             warn_at_start_up(problem)
-        return Endpoint(self._tick_target(), checked, WebhookRoutes(self.runtime))
+        return Endpoint(self._tick_target(), checked, WebhookRoutes(self._runtime))
 
     def webhook(
         self,
@@ -90,7 +90,7 @@ class WebFactories:
         from .registry import define
         from .webhooks.definition import WebhookDefinition, check_webhook, event_parameter
 
-        check_webhook(path, verify, max_body, self.runtime.webhooks)
+        check_webhook(path, verify, max_body, self._runtime.webhooks)
         options = JobOptions(
             name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
             priority=priority, timeout=timeout, max_delay=max_delay, max_snooze=max_snooze,
@@ -102,7 +102,7 @@ class WebFactories:
             definition = define(fn, options)
             param = event_parameter(definition.name, definition.accepted, definition.required)
             job: JobFunction[Any, Any] = facade._add_job(definition)
-            self.runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
+            self._runtime.webhooks[path] = WebhookDefinition(path, verify, job.name, param,
                                                             max_body)  # fmt: skip
             return job
 
@@ -198,7 +198,7 @@ class WebFactories:
         from .webhooks.definition import check_dashboard_prefix
 
         dashboard = as_dashboard(self._dashboard_host(), option)
-        check_dashboard_prefix(dashboard.prefix, self.runtime.webhooks)
+        check_dashboard_prefix(dashboard.prefix, self._runtime.webhooks)
         return dashboard
 
     def _dashboard_host(self) -> DashboardHost:

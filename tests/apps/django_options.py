@@ -81,7 +81,7 @@ if __name__ == "__main__":
     declared = task(**task_options)(noop)
     result = declared.using(**using).enqueue()
     q = queue()
-    definition = q.definition(declared.module_path)
+    definition = q._definition(declared.module_path)
     job = q.get_job(int(result.id))
     assert definition is not None and job is not None
     inherited = {f.name for f in dataclasses.fields(Task)}

@@ -105,7 +105,7 @@ def test_failure_hooks_alert_when_a_task_ends_failed() -> None:
         result = tasks.always_fails.enqueue(1)
         burst()
     finally:
-        q.runtime.failure_hooks.clear()
+        q._runtime.failure_hooks.clear()
     assert failed == [int(result.id)]
 
 
@@ -180,7 +180,7 @@ def test_a_unique_key_keeps_one_pending_job() -> None:
 
 
 def test_task_options_become_tickq_options() -> None:
-    definition = queue().definition(send_welcome_email.module_path)
+    definition = queue()._definition(send_welcome_email.module_path)
     assert definition is not None and definition.max_attempts == 4
     assert [definition.backoff(n) for n in (1, 2, 3)] == [60, 300, 1800]
 
@@ -215,7 +215,7 @@ def test_a_task_that_snoozes_uses_no_attempt() -> None:
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert (result.return_value, result.attempts, result.errors) == (1, 1, [])
-    definition = queue().definition(tasks.waits_twice.module_path)
+    definition = queue()._definition(tasks.waits_twice.module_path)
     assert definition is not None and definition.max_snooze == timedelta(hours=1)
 
 
@@ -358,7 +358,7 @@ def test_an_exception_kept_for_task_finished_keeps_no_local_variables() -> None:
     result = tasks.holds_then_fails.enqueue()
     q = queue()
     job = q.get_job(int(result.id))
-    definition = q.runtime.definition(job.type)
+    definition = q._runtime.definition(job.type)
     with pytest.raises(tasks.PaymentDeclined) as raised:
         definition.fn(ctx=JobContext.of(job), args=[], kwargs={})
     del raised  # the test's own reference to the exception
@@ -457,7 +457,7 @@ def test_tickqs_connection_outlives_a_request_as_conn_max_age_says(max_age) -> N
     """As Django's own: closed after each request with CONN_MAX_AGE 0, kept for N seconds,
     kept for good with None (this thread's connection; Django's test client runs the
     request here)."""
-    store, client = queue().store, Client()
+    store, client = queue()._store, Client()
     database = settings.DATABASES["default"]
     before = database.get("CONN_MAX_AGE", 0)
     database["CONN_MAX_AGE"] = max_age

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         """What alerts need of the ``Queue`` they are attached to (no import of it)."""
 
         @property
-        def store(self) -> SqlStore: ...
+        def _store(self) -> SqlStore: ...
         def job(self, *args: Any, **options: Any) -> Any: ...
         def on_failure(self, hook: Callable[[Job], Any]) -> Callable[[Job], Any]: ...
         def on_retry(self, hook: Callable[[Job], Any]) -> Callable[[Job], Any]: ...
@@ -182,7 +182,9 @@ class Alerts:
         pending = getattr(self._at_once, "pending", None)
         if key in self._seen or (pending is not None and key in pending):
             return
-        if self._bound().store.failure_summary(job.type, start - self.window, start)["failed_jobs"]:
+        if self._bound()._store.failure_summary(job.type, start - self.window, start)[
+            "failed_jobs"
+        ]:
             self._remember(key)  # not quiet: the window before had failures; follow-up only
             return
         if pending is not None:
@@ -216,7 +218,7 @@ class Alerts:
 
     def _enqueue_pending(self, pending: dict[str, tuple[str, datetime]]) -> None:
         try:
-            end = self._bound().store.now() + JUST_AFTER
+            end = self._bound()._store.now() + JUST_AFTER
             for key, (job_type, start) in pending.items():
                 self._enqueue_first(key, job_type, start, end, None)
         except Exception:
@@ -236,7 +238,7 @@ class Alerts:
         Nothing processes jobs while the tick is missing, so follow with ``deliver()``.
         """
         try:
-            now = now or self._bound().store.now()
+            now = now or self._bound()._store.now()
             start = overdue_period(last_tick_at, expected_every, now,
                                    max(self.window, TICK_OVERDUE_WINDOW))  # fmt: skip
             key = f"alert:tick_overdue:{start.isoformat()}"
@@ -298,7 +300,7 @@ class Alerts:
                 key += ":first"
             else:  # the follow-up: what the first alert (if any) has not reported
                 start = max(start, self._first_alert_end(key, start) or start)
-            summary = self._bound().store.failure_summary(job_type, start, end)
+            summary = self._bound()._store.failure_summary(job_type, start, end)
             alert = failures_alert(job_type, start, end, summary, self.repeated_failures)
         elif kind == "tick_overdue" and detail:
             last = detail.get("last_tick_at")
@@ -319,7 +321,7 @@ class Alerts:
     def _first_alert_end(self, key: str, since: datetime) -> datetime | None:
         """Until when the window's first alert (if one was raised) reported failures: its
         job is among the alert jobs created since the window began (newest first)."""
-        store, wanted, before = self._bound().store, f"{key}:first", None
+        store, wanted, before = self._bound()._store, f"{key}:first", None
         while True:
             jobs = store.list_jobs(type=COMPOSE_TYPE, limit=PAGE, before_id=before)
             for job in jobs:

@@ -66,7 +66,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
 
 
 def logout_everywhere(args: argparse.Namespace) -> int:
-    ended = load_app(args.app).store.close_dashboard_sessions()
+    ended = load_app(args.app)._store.close_dashboard_sessions()
     print(f"ended {ended} dashboard session{'s' if ended != 1 else ''}: every browser must "
           "log in again", flush=True)  # fmt: skip
     return 0

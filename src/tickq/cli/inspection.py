@@ -209,7 +209,7 @@ def run_retry(args: argparse.Namespace) -> int:
     progress = Progress("retried", enabled=not args.json)
     retried = q.retry_failed(args.type, batch=args.batch, progress=progress)
     progress.finish()
-    left = q.store.count_failed(args.type)
+    left = q._store.count_failed(args.type)
     of_type = f" of type {args.type!r}" if args.type else ""
     text = f"retried {retried} failed job{'s' * (retried != 1)}{of_type}"
     if left:
@@ -236,7 +236,7 @@ def run_prune(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--batch must be >= 1, got {args.batch}")
     q, _ = resolve(args)
     progress = Progress("deleted", enabled=not args.json)
-    deleted = q.store.prune(older_than, batch=args.batch, progress=progress)
+    deleted = q._store.prune(older_than, batch=args.batch, progress=progress)
     progress.finish()
     text = (f"deleted {deleted} finished job{'s' * (deleted != 1)} (and their attempts) "
             f"that finished more than {age(older_than.total_seconds())} ago")  # fmt: skip

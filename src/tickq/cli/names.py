@@ -37,7 +37,7 @@ def known_queues(q: Queue, quick: bool = False) -> set[str]:
     """The queues of the registered jobs, the default one and the paused ones; unless
     ``quick``, also every queue the database has seen."""
     names = {DEFAULT_QUEUE, *q.paused()}
-    names |= {d.queue for n in q.job_names() if (d := q.definition(n)) is not None}
+    names |= {d.queue for n in q.job_names() if (d := q._definition(n)) is not None}
     if not quick:
         stats = q.stats()
         names |= {*stats["by_queue"], *stats["processed"]}

@@ -71,7 +71,7 @@ def run_tick(args: argparse.Namespace) -> int:
     url = heartbeat_url()
     try:
         # A process of its own, not a request: it can wait out an outage, as process_jobs.
-        summary = tick_once(q.runtime, args.limit, args.time_budget, q._alerts, CALL_PATIENCE)
+        summary = tick_once(q._runtime, args.limit, args.time_budget, q._alerts, CALL_PATIENCE)
     except Exception as exc:
         if url:
             ping(url, ok=False, body=json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())

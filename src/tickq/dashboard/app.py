@@ -98,7 +98,7 @@ class Dashboard:
         self.limiter = login_limiter or access.LoginLimiter()
         self.proxies = access.check_proxies(trusted_proxies)
         secret = secret_key or access.env_secret()
-        self.guard = access.Access(queue.store, password or None, secret, self.now)
+        self.guard = access.Access(queue._store, password or None, secret, self.now)
 
     # -- where it answers ---------------------------------------------------------------
     @cached_property
@@ -131,7 +131,7 @@ class Dashboard:
     # -- who may come in ----------------------------------------------------------------
     def now(self) -> float:
         """The dashboard's time (the queue's clock), in seconds since 1970."""
-        return self.queue.store.clock.now().timestamp()
+        return self.queue._store.clock.now().timestamp()
 
     def problem(self) -> str | None:
         """Why the dashboard refuses to open, or None."""
@@ -208,7 +208,7 @@ class Dashboard:
                 return self.page(request, "jobs.html", data=views.jobs(self.queue, request.query),
                                  nav="jobs", statuses=views.STATUSES)  # fmt: skip
             if path == "/schedules":
-                now = self.queue.store.now()
+                now = self.queue._store.now()
                 return self.page(request, "schedules.html", nav="schedules", now=now,
                                  rows=views.schedules(self.queue, now))  # fmt: skip
             if path.startswith("/jobs/") and (job_id := _job_id(path[6:])) is not None:
@@ -226,7 +226,7 @@ class Dashboard:
             return self.page(request, "error.html", 404, message=f"job {job_id} does not exist")
         done = DONE_MESSAGES.get(request.query.get("did", ""))
         return self.page(request, "job.html", status, data=data, nav="jobs", error=error,
-                         done=done, now=self.queue.store.now())  # fmt: skip
+                         done=done, now=self.queue._store.now())  # fmt: skip
 
     # -- actions ------------------------------------------------------------------------
     def post(self, request: Request) -> Response:
@@ -310,14 +310,14 @@ class Dashboard:
         if not self.csrf_ok(request):
             return self.login_form(request, 403, CSRF_PROBLEM)
         client, now = self.counted(request), self.limiter.clock or self.now
-        wait = self.limiter.start(self.queue.store, client, now())
+        wait = self.limiter.start(self.queue._store, client, now())
         if wait > 0:
             response = self.login_form(request, 429, "Too many failed logins: wait a minute.")
             response.headers.append(("Retry-After", str(int(wait) + 1)))
             return response
         if not self.guard.password_ok(request.form.get("password", "")):
             return self.login_form(request, 401, "Wrong password.")
-        self.limiter.succeeded(self.queue.store, client)
+        self.limiter.succeeded(self.queue._store, client)
         return self.logged_in(request, known=client.startswith(access.KNOWN_DEVICE))
 
     def logged_in(self, request: Request, known: bool = False) -> Response:

@@ -29,7 +29,7 @@ def overview(q: Queue, expected_interval: timedelta) -> dict[str, Any]:
     threads (each with its own connection) while this one reads the rest: the page costs
     its longest part, not the sum.
     """
-    store = q.store
+    store = q._store
     start = store.now()
     activity = _helper().submit(_activity, store, start)
     stopped = _helper().submit(browse.open_counts, store, "stopped")
@@ -72,7 +72,7 @@ def _helper() -> ThreadPoolExecutor:
 def tick_health(q: Queue, now: datetime, expected_interval: timedelta) -> dict[str, Any]:
     """When the scheduler last called; stale after twice ``expected_interval``. Read only:
     unlike ``q.health()`` it raises no alert."""
-    last, ticks, _ = q.store.last_tick()
+    last, ticks, _ = q._store.last_tick()
     if last is None:
         return {"status": "no_tick_yet", "ok": False, "last": None, "ticks": ticks}
     stale = now - last > expected_interval * 2
@@ -87,9 +87,9 @@ def next_slot(q: Queue, now: datetime) -> dict[str, Any] | None:
 
 def schedules(q: Queue, now: datetime) -> list[dict[str, Any]]:
     """Each declared schedule with its stored cursor; stored ones no longer declared too."""
-    states = {s["name"]: s for s in q.store.schedule_states()}
+    states = {s["name"]: s for s in q._store.schedule_states()}
     rows = []
-    for name, definition in sorted(q.schedules.items()):
+    for name, definition in sorted(q._schedules.items()):
         state = states.pop(name, None)
         after = state["handled_until"] if state else now
         upcoming = definition.next_slot(after)
@@ -132,7 +132,7 @@ def jobs(q: Queue, query: dict[str, str]) -> dict[str, Any]:
         return {"filters": filters, "search": search, "jobs": find(q, search), "more": False,
                 "before": None}  # fmt: skip
     before = _positive_int(query.get("before"), "before")
-    found, more = browse.list_page(q.store, before_id=before, limit=PAGE, **filters)
+    found, more = browse.list_page(q._store, before_id=before, limit=PAGE, **filters)
     return {"filters": filters, "search": "", "jobs": found, "more": more, "before": before,
             "next_before": found[-1].id if more else None}  # fmt: skip
 
@@ -144,7 +144,7 @@ def find(q: Queue, text: str) -> list[Job]:
     if digits.isdigit() and len(digits) < 19:
         job = q.get_job(int(digits))
         found += [job] if job else []
-    return found + browse.by_unique_key(q.store, text)
+    return found + browse.by_unique_key(q._store, text)
 
 
 def _positive_int(value: str | None, name: str) -> int | None:
@@ -173,7 +173,7 @@ def job_detail(q: Queue, job_id: int) -> dict[str, Any] | None:
 
 def attempts_note(q: Queue, job: Job) -> str | None:
     """Why a job may make more attempts than its type allows ("3 of 4"), or None."""
-    definition = q.definition(job.type)
+    definition = q._definition(job.type)
     if definition is None or job.max_attempts <= definition.max_attempts:
         return None
     return (

@@ -190,7 +190,7 @@ def costs(plan: Plan, needs: list[Need]) -> list[Cost]:
 def retries(plan: Plan, queue: Queue) -> list[Retries]:
     out = []
     for name in queue.job_names():
-        definition = queue.definition(name)
+        definition = queue._definition(name)
         if definition is None or name.startswith(INTERNAL_PREFIX):
             continue
         if plan.use_lines and plan.lines is not None:

@@ -243,15 +243,15 @@ class EveryNeed(ScheduleNeed):
 
 def needs_of(queue: Queue, year: int) -> list[Need]:
     """Every need the app declares: triggered job types first, then schedules."""
-    scheduled = {s.job for s in queue.schedules.values()}
+    scheduled = {s.job for s in queue._schedules.values()}
     needs: list[Need] = [
         TriggeredNeed(d.name, d.effective_max_delay, d.max_delay is not None)
-        for d in map(queue.definition, queue.job_names())
+        for d in map(queue._definition, queue.job_names())
         if d is not None
         and not d.name.startswith(INTERNAL_PREFIX)
         and (d.name not in scheduled or d.max_delay is not None)
     ]
-    for schedule in queue.schedules.values():
+    for schedule in queue._schedules.values():
         needs.append(EveryNeed(schedule) if schedule.every else cron_need(schedule, year))
     return needs
 

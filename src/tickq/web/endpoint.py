@@ -62,7 +62,7 @@ if TYPE_CHECKING:
         ) -> dict[str, Any]: ...
         def stats(self) -> dict[str, Any]: ...
         @property
-        def store(self) -> SqlStore: ...
+        def _store(self) -> SqlStore: ...
 
 
 log = library_logger("tickq")
@@ -204,7 +204,7 @@ class Endpoint:
         try:
             claims = self.qstash_claims(request, keys)
             check_body(claims, request.body)
-            if not self.queue.store.remember_token(claims.jti, claims.expires_at):
+            if not self.queue._store.remember_token(claims.jti, claims.expires_at):
                 raise Refused(f"token {claims.jti!r} was used before (a replay)")
         except Refused as exc:
             return error(401, f"QStash signature refused: {exc}")

@@ -91,8 +91,8 @@ class TickqBackend(BaseTaskBackend):
         from .run import retried
 
         q = Queue(url)
-        q.runtime.finish_hooks.append(functools.partial(self._finished, q))
-        q.runtime.retry_hooks.append(functools.partial(retried, q))
+        q._runtime.finish_hooks.append(functools.partial(self._finished, q))
+        q._runtime.retry_hooks.append(functools.partial(retried, q))
         for task in self._shared.tasks.values():
             self._define(q, task, self._shared.options[task.module_path])
         for name, args, options in self._shared.schedules:
@@ -235,7 +235,7 @@ def let_go(**signal: Any) -> None:
         held = [(s.database, s.queue) for s in _SHARED.values() if s.queue is not None]
     for database, q in held:
         if connection is not None or _too_old(q, database):
-            q.store.drop_connection()
+            q._store.drop_connection()
 
 
 def _too_old(q: Queue, database: str) -> bool:
@@ -245,7 +245,7 @@ def _too_old(q: Queue, database: str) -> bool:
     max_age = settings.DATABASES.get(database, {}).get("CONN_MAX_AGE", 0)
     if max_age is None:
         return False  # persistent, as Django's own
-    age = q.store.connection_age()
+    age = q._store.connection_age()
     return age is not None and age >= max_age
 
 
@@ -297,15 +297,15 @@ def _check_schedule(
 
 def _carry_webhooks(previous: Queue, q: Queue) -> None:
     """Webhooks declared with ``@queue().webhook`` stay when the Queue is built again."""
-    for path, webhook in previous.runtime.webhooks.items():
-        definition = previous.definition(webhook.job)
-        if definition is not None and webhook.job not in q.registry:
-            q.registry.add(definition)
-        q.runtime.webhooks[path] = webhook
+    for path, webhook in previous._runtime.webhooks.items():
+        definition = previous._definition(webhook.job)
+        if definition is not None and webhook.job not in q._runtime.registry:
+            q._runtime.registry.add(definition)
+        q._runtime.webhooks[path] = webhook
 
 
 def _job_function(q: Queue, name: str) -> JobFunction[Any, Any]:
-    definition = q.definition(name)
+    definition = q._definition(name)
     if definition is None:
         raise ConfigurationError(f"schedule() of {name}: the task is not registered")
     return JobFunction(q, definition)

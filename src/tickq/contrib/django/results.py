@@ -33,7 +33,7 @@ def enqueued(backend: TickqBackend, task: TickqTask, job_id: int, payload: dict[
     from ...store.foreign import created_at_on
 
     q = backend.queue
-    stored = created_at_on(q.store, connections[backend.database], job_id)
+    stored = created_at_on(q._store, connections[backend.database], job_id)
     result = TaskResult(
         task=task, id=str(job_id), status=TaskResultStatus.READY,
         enqueued_at=stored or q.clock.now(), started_at=None, finished_at=None,
