@@ -191,14 +191,16 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        """``finish`` applying ``outcomes`` as their rows of the state machine say, then the
-        jobs it settled other than by success, read back (their hooks and alerts get them)."""
+        """``finish`` applying ``outcomes`` as their rows of the state machine say; with any
+        but successes, their history rows first and the jobs it settled read back after
+        (their hooks and alerts get them)."""
         params = {"owner": owner, "now": self._now(), **self._decisions(outcomes)}
-        statements: list[Statement] = [("finish", params)]
         others = [o.job.id for o in outcomes if o.kind != "succeeded"]
-        if others:
-            statements.append(("settled", {"ids": self._ids_param(others)}))
-        return statements
+        if not others:
+            return [("finish", params)]
+        settled = {"ids": self._ids_param(others), "now": params["now"]}
+        # Their history rows first, under finish's own guard (it then sees them running).
+        return [("add_attempts", params), ("finish", params), ("settled", settled)]
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         """The ``:decisions`` of ``finish``, in the dialect's form (see ``decision``)."""

@@ -365,13 +365,6 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
-    def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        # No data-modifying CTE here: the history rows go first, under finish's own guard.
-        statements = super()._finish_statements(owner, outcomes)
-        if any(o.kind != "succeeded" for o in outcomes):
-            statements.insert(0, ("add_attempts", statements[0][1]))
-        return statements
-
     def rescue_expired(self, grace: float = 0.0) -> Rescued:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
         self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind

@@ -44,7 +44,7 @@ SELECT j.id, j.unique_key FROM j WHERE (SELECT count(*) FROM wake) >= 0
 
 -- name: wake
 -- Not a query: the CTE that statements putting jobs in line end with (insert, insert_many,
--- finish), after a CTE "due" (queue, run_after) of those jobs. One notification
+-- settled), after a CTE "due" (queue, run_after) of those jobs. One notification
 -- per queue at commit: its name when a job is due now (what every version sends and
 -- hears); "<queue><US><ms>" (US: chr(31)) when its first job is due in ms milliseconds, at
 -- most {wake_horizon} from now (a worker learns of later ones at its next look). Identical
@@ -100,67 +100,78 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id
 
+-- name: decisions
+-- (A fragment.) The decisions of a batch, one per outcome, each made from its row of
+-- job.STATE_MACHINE: the arrays read in parallel.
+(SELECT * FROM unnest(
+    CAST(:ids AS bigint[]), CAST(:attempts AS int[]), CAST(:statuses AS text[]),
+    CAST(:attempt_changes AS int[]), CAST(:snooze_changes AS int[]),
+    CAST(:finishes AS boolean[]), CAST(:delays AS float8[]), CAST(:errors AS text[]),
+    CAST(:results AS json[]), CAST(:seconds AS float8[]), CAST(:counted AS text[]))
+    AS f(job_id, attempt, next_status, attempt_change, snooze_change, finishes, delay,
+         error_text, result_json, seconds, counted))
+
+-- name: add_attempts
+-- Runs just before finish, in its transaction and under its guard, so a run is in the
+-- history exactly when its outcome is: one row per decision that counts one (a success's
+-- attempt is the job row itself). A snoozed run is numbered by its snooze too (its attempt
+-- number is given back). A job asked to stop records its attempt as cancelled. Only for a
+-- batch with such decisions: a batch of successes runs finish alone.
+INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
+                            duration)
+SELECT id, attempts,
+       CASE WHEN f.snooze_change > 0 AND cancel_requested_at IS NULL
+            THEN snoozes + f.snooze_change ELSE 0 END,
+       attempted_at, COALESCE(CAST(:now AS timestamptz), now()),
+       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.counted END,
+       CASE WHEN {asked_to_stop} THEN {stop_error} ELSE f.error_text END, f.seconds
+FROM {@decisions} AS f JOIN tickq_jobs ON tickq_jobs.id = f.job_id
+WHERE f.counted IS NOT NULL AND tickq_jobs.attempts = f.attempt
+  AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
+ON CONFLICT DO NOTHING
+
 -- name: finish
--- Applies a batch of decisions, one per outcome, each made from its row of
--- job.STATE_MACHINE: the arrays of f, read in parallel. Each is guarded by (running,
--- attempt, owner), so a late or repeated one changes nothing. The one decision left to SQL
--- is {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
--- NULL keeps the last one (a success, a snooze); a delay of NULL keeps run_after. A run
--- that counts one gets its history row (a snoozed one numbered by its snooze too), and
--- jobs back in line wake listening workers for their due time ({@wake}). "(status =
--- 'running') IS TRUE" is the guard written so the planner can't prove the partial lease
--- index from it: a prepared (generic) plan then guessed one running row, scanned that
--- index and unnested the decisions again for each row it found (2.5x the old cost); this
--- way it walks the decisions and looks each job up by its primary key.
-WITH f AS (
-    SELECT * FROM unnest(
-        CAST(:ids AS bigint[]), CAST(:attempts AS int[]), CAST(:statuses AS text[]),
-        CAST(:attempt_changes AS int[]), CAST(:snooze_changes AS int[]),
-        CAST(:finishes AS boolean[]), CAST(:delays AS float8[]), CAST(:errors AS text[]),
-        CAST(:results AS json[]), CAST(:seconds AS float8[]), CAST(:counted AS text[]))
-        AS f(job_id, attempt, next_status, attempt_change, snooze_change, finishes, delay,
-             error_text, result_json, seconds, counted)),
-j AS (
-    UPDATE tickq_jobs
-    SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
-        attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
-        snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE f.snooze_change END,
-        snoozed_since = CASE WHEN f.snooze_change > 0 AND NOT {asked_to_stop}
-                             THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
-        run_after = CASE WHEN f.delay IS NULL THEN run_after
-                         ELSE COALESCE(CAST(:now AS timestamptz), now())
-                              + make_interval(secs => f.delay) END,
-        finished_at = CASE WHEN f.finishes OR {asked_to_stop}
-                           THEN COALESCE(CAST(:now AS timestamptz), now()) END,
-        last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
-                          ELSE COALESCE(f.error_text, last_error) END,
-        duration = f.seconds, result = f.result_json,
-        ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
-        lease_owner = NULL, lease_expires_at = NULL,
-        updated_at = COALESCE(CAST(:now AS timestamptz), now())
-    FROM f
-    WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
-      AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
-    RETURNING tickq_jobs.id, tickq_jobs.status, tickq_jobs.queue, tickq_jobs.run_after,
-              tickq_jobs.attempted_at, tickq_jobs.updated_at, tickq_jobs.snoozes,
-              tickq_jobs.last_error, f.attempt, f.snooze_change, f.error_text, f.seconds,
-              f.counted, tickq_jobs.cancel_requested_at IS NOT NULL
-                             AND f.next_status <> 'done' AS asked),
-a AS (
-    INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
-                                error, duration)
-    SELECT id, attempt, CASE WHEN snooze_change > 0 AND NOT asked THEN snoozes ELSE 0 END,
-           attempted_at, updated_at, CASE WHEN asked THEN 'cancelled' ELSE counted END,
-           CASE WHEN asked THEN last_error ELSE error_text END, seconds
-    FROM j WHERE counted IS NOT NULL
-    ON CONFLICT DO NOTHING),
-due AS (SELECT queue, run_after FROM j WHERE status = 'pending'),
-{@wake}
-SELECT id, status FROM j WHERE (SELECT count(*) FROM wake) >= 0
+-- Applies a batch of decisions (see decisions), each guarded by (running, attempt, owner),
+-- so a late or repeated one changes nothing. The one decision left to SQL is
+-- {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
+-- NULL keeps the last one (a success, a snooze); a delay of NULL keeps run_after. The job
+-- row's duration and result are read only once it is done. Jobs back in line wake
+-- listening workers when settled reads them back. "(status = 'running') IS TRUE" is the
+-- guard written so the planner can't prove the partial lease index from it: a prepared
+-- (generic) plan then guessed one running row, scanned that index and unnested the
+-- decisions again for each row it found (2.5x the old cost); this way it walks the
+-- decisions and looks each job up by its primary key.
+UPDATE tickq_jobs
+SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
+    attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
+    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE f.snooze_change END,
+    snoozed_since = CASE WHEN f.snooze_change > 0 AND NOT {asked_to_stop}
+                         THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
+    run_after = CASE WHEN f.delay IS NULL THEN run_after
+                     ELSE COALESCE(CAST(:now AS timestamptz), now())
+                          + make_interval(secs => f.delay) END,
+    finished_at = CASE WHEN f.finishes OR {asked_to_stop}
+                       THEN COALESCE(CAST(:now AS timestamptz), now()) END,
+    last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
+                      ELSE COALESCE(f.error_text, last_error) END,
+    duration = f.seconds, result = f.result_json,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
+    lease_owner = NULL, lease_expires_at = NULL,
+    updated_at = COALESCE(CAST(:now AS timestamptz), now())
+FROM {@decisions} AS f
+WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
+  AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
+RETURNING tickq_jobs.id, tickq_jobs.status
 
 -- name: settled
--- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts.
-SELECT {job_columns} FROM tickq_jobs WHERE id = ANY(CAST(:ids AS bigint[]))
+-- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts;
+-- those back in line wake listening workers for their due time ({@wake}). Not in finish:
+-- a batch of successes, the common one, would pay for the wake CTE on every round trip.
+WITH due AS (SELECT queue, run_after FROM tickq_jobs
+             WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'pending'),
+{@wake}
+SELECT {job_columns} FROM tickq_jobs
+WHERE id = ANY(CAST(:ids AS bigint[])) AND (SELECT count(*) FROM wake) >= 0
 
 -- name: release
 -- Back to pending, the attempt not counted: the jobs of :ids (with :attempts), read in
