@@ -6,6 +6,10 @@ import os
 
 from ..job import JOB_FIELDS, TRANSITIONS
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from re import Match
+
 SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 
 JOB_COLUMNS = JOB_FIELDS
@@ -29,16 +33,16 @@ OUT_OF_ATTEMPTS = "attempts >= max_attempts"
 CANCEL_REQUESTED = "cancel_requested_at IS NOT NULL"
 """A running job asked to stop (``q.cancel``): it ends cancelled, never retried."""
 
-ASKED_TO_STOP = f"({CANCEL_REQUESTED} AND f.next_status <> 'done')"
+ASKED_TO_STOP = f"({CANCEL_REQUESTED} AND {{@next_status}} <> 'done')"
 """The one decision ``finish`` leaves to SQL, over a ``tickq_jobs`` row and its decision
-``f``: a job asked to stop (``q.cancel``) while it ran ends cancelled, its attempt counted,
-whatever the run came to; a success still succeeds. (The worker may not have heard of the
-request yet: only the row knows.)"""
+(``next_status``, a fragment of each dialect): a job asked to stop (``q.cancel``) while it
+ran ends cancelled, its attempt counted, whatever the run came to; a success still
+succeeds. (The worker may not have heard of the request yet: only the row knows.)"""
 
 STOP_ERROR = (
-    "(CASE WHEN f.next_status = 'cancelled' THEN f.error_text "
+    "(CASE WHEN {@next_status} = 'cancelled' THEN {@error_text} "
     "ELSE 'Cancel: cancel requested while attempt ' || attempts || ' was running; it then "
-    "stopped with ' || COALESCE(f.error_text, 'no error') END)"
+    "stopped with ' || COALESCE({@error_text}, 'no error') END)"
 )
 """The error of a run that ``ASKED_TO_STOP`` ends cancelled: as raised when it raised
 ``Cancel``, else saying first that it was asked to stop."""
@@ -119,6 +123,9 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{duration_bucket}", duration_bucket_sql())
     sql = sql.replace("{rescued_status}", rescued_status_sql())
     sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
+    import re
+
+    sql = re.sub(r"\{of_job:(\w+):(\w+)\}", _of_job, sql)
     sql = sql.replace("{asked_to_stop}", ASKED_TO_STOP)
     sql = sql.replace("{stop_error}", STOP_ERROR)
     sql = sql.replace("{expired_error}", EXPIRED_ERROR)
@@ -130,6 +137,15 @@ def format_query(sql: str, paramstyle: str) -> str:
 
         sql = re.sub(_NAMED_PARAM, r"%(\1)s", sql.replace("%", "%%"))
     return sql
+
+
+def _of_job(match: Match[str]) -> str:
+    """``{of_job:errors:text}``: this row's element of the array ``:errors`` (``text[]``),
+    lined up with ``:ids`` (PostgreSQL). A subscript, not a join with the arrays unnested:
+    a prepared plan can't know how many there are, and joined it unnested them again for
+    each job it found, or scanned the table."""
+    name, kind = match.groups()
+    return f"(CAST(:{name} AS {kind}[]))[array_position(CAST(:ids AS bigint[]), tickq_jobs.id)]"
 
 
 def column_list(columns: tuple[str, ...], prefix: str = "") -> str:

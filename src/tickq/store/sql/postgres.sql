@@ -100,16 +100,16 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
   AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
 RETURNING id
 
--- name: decisions
--- (A fragment.) The decisions of a batch, one per outcome, each made from its row of
--- job.STATE_MACHINE: the arrays read in parallel.
-(SELECT * FROM unnest(
-    CAST(:ids AS bigint[]), CAST(:attempts AS int[]), CAST(:statuses AS text[]),
-    CAST(:attempt_changes AS int[]), CAST(:snooze_changes AS int[]),
-    CAST(:finishes AS boolean[]), CAST(:delays AS float8[]), CAST(:errors AS text[]),
-    CAST(:results AS json[]), CAST(:seconds AS float8[]), CAST(:counted AS text[]))
-    AS f(job_id, attempt, next_status, attempt_change, snooze_change, finishes, delay,
-         error_text, result_json, seconds, counted))
+-- name: next_status
+-- (A fragment.) The status a row's decision moves it to. A batch of decisions is arrays
+-- lined up with :ids (statuses, attempts, attempt_changes, snooze_changes, finishes,
+-- delays, errors, results, seconds, counted), one element per outcome, each made from its
+-- row of job.STATE_MACHINE; {of_job:...} reads this row's element.
+{of_job:statuses:text}
+
+-- name: error_text
+-- (A fragment.) The error of a row's decision.
+{of_job:errors:text}
 
 -- name: add_attempts
 -- Runs just before finish, in its transaction and under its guard, so a run is in the
@@ -120,48 +120,48 @@ RETURNING id
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
                             duration)
 SELECT id, attempts,
-       CASE WHEN f.snooze_change > 0 AND cancel_requested_at IS NULL
-            THEN snoozes + f.snooze_change ELSE 0 END,
+       CASE WHEN {of_job:snooze_changes:int} > 0 AND cancel_requested_at IS NULL
+            THEN snoozes + {of_job:snooze_changes:int} ELSE 0 END,
        attempted_at, COALESCE(CAST(:now AS timestamptz), now()),
-       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.counted END,
-       CASE WHEN {asked_to_stop} THEN {stop_error} ELSE f.error_text END, f.seconds
-FROM {@decisions} AS f JOIN tickq_jobs ON tickq_jobs.id = f.job_id
-WHERE f.counted IS NOT NULL AND tickq_jobs.attempts = f.attempt
-  AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
+       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {of_job:counted:text} END,
+       CASE WHEN {asked_to_stop} THEN {stop_error} ELSE {@error_text} END,
+       {of_job:seconds:float8}
+FROM tickq_jobs
+WHERE id = ANY(CAST(:ids AS bigint[])) AND (status = 'running') IS TRUE
+  AND lease_owner = :owner AND attempts = {of_job:attempts:int}
+  AND {of_job:counted:text} IS NOT NULL
 ON CONFLICT DO NOTHING
 
 -- name: finish
--- Applies a batch of decisions (see decisions), each guarded by (running, attempt, owner),
--- so a late or repeated one changes nothing. The one decision left to SQL is
+-- Applies a batch of decisions (see next_status), each guarded by (running, attempt,
+-- owner), so a late or repeated one changes nothing. The one decision left to SQL is
 -- {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
--- NULL keeps the last one (a success, a snooze); a delay of NULL keeps run_after. The job
--- row's duration and result are read only once it is done. Jobs back in line wake
--- listening workers when settled reads them back. "(status = 'running') IS TRUE" is the
--- guard written so the planner can't prove the partial lease index from it: a prepared
--- (generic) plan then guessed one running row, scanned that index and unnested the
--- decisions again for each row it found (2.5x the old cost); this way it walks the
--- decisions and looks each job up by its primary key.
+-- NULL keeps the last one (a success, a snoozed run); a delay of NULL keeps run_after. The
+-- job row's duration and result are read only once it is done. Jobs back in line wake
+-- listening workers when settled reads them back. The guard "(status = 'running') IS
+-- TRUE" keeps the planner off the partial lease index (with many running jobs it would
+-- scan them all): it finds the jobs of :ids by their primary key.
 UPDATE tickq_jobs
-SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
-    attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
-    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE f.snooze_change END,
-    snoozed_since = CASE WHEN f.snooze_change > 0 AND NOT {asked_to_stop}
+SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {@next_status} END,
+    attempts = attempts + CASE WHEN {asked_to_stop} THEN 0
+                               ELSE {of_job:attempt_changes:int} END,
+    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE {of_job:snooze_changes:int} END,
+    snoozed_since = CASE WHEN {of_job:snooze_changes:int} > 0 AND NOT {asked_to_stop}
                          THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
-    run_after = CASE WHEN f.delay IS NULL THEN run_after
+    run_after = CASE WHEN {of_job:delays:float8} IS NULL THEN run_after
                      ELSE COALESCE(CAST(:now AS timestamptz), now())
-                          + make_interval(secs => f.delay) END,
-    finished_at = CASE WHEN f.finishes OR {asked_to_stop}
+                          + make_interval(secs => {of_job:delays:float8}) END,
+    finished_at = CASE WHEN {of_job:finishes:boolean} OR {asked_to_stop}
                        THEN COALESCE(CAST(:now AS timestamptz), now()) END,
     last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
-                      ELSE COALESCE(f.error_text, last_error) END,
-    duration = f.seconds, result = f.result_json,
+                      ELSE COALESCE({@error_text}, last_error) END,
+    duration = {of_job:seconds:float8}, result = {of_job:results:json},
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
     lease_owner = NULL, lease_expires_at = NULL,
     updated_at = COALESCE(CAST(:now AS timestamptz), now())
-FROM {@decisions} AS f
-WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
-  AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
-RETURNING tickq_jobs.id, tickq_jobs.status
+WHERE id = ANY(CAST(:ids AS bigint[])) AND (status = 'running') IS TRUE
+  AND lease_owner = :owner AND attempts = {of_job:attempts:int}
+RETURNING id, status
 
 -- name: settled
 -- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts;
@@ -174,25 +174,21 @@ SELECT {job_columns} FROM tickq_jobs
 WHERE id = ANY(CAST(:ids AS bigint[])) AND (SELECT count(*) FROM wake) >= 0
 
 -- name: release
--- Back to pending, the attempt not counted: the jobs of :ids (with :attempts), read in
--- parallel with :ran and :errors. A run cut short (ran: it had started) keeps a history
--- row, numbered minus the attempt it gave back (as a refund is) and told apart from a
--- refund and from earlier releases of that number by a negative snooze number. The guard
--- is written as finish's is, for the same reason.
-WITH f AS (
-    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:attempts AS int[]),
-                         CAST(:ran AS boolean[]), CAST(:errors AS text[]))
-        AS f(job_id, attempt, ran, error_text)),
-j AS (
+-- Back to pending, the attempt not counted: the jobs of :ids (with :attempts, :ran and
+-- :errors lined up with them). A run cut short (ran: it had started) keeps a history row,
+-- numbered minus the attempt it gave back (as a refund is) and told apart from a refund
+-- and from earlier releases of that number by a negative snooze number. The guard is
+-- written as finish's is, for the same reason.
+WITH j AS (
     UPDATE tickq_jobs
     SET status = 'pending', attempts = attempts - 1, lease_owner = NULL,
         ahead = CASE WHEN ahead = 2 THEN 2 ELSE 0 END,
         lease_expires_at = NULL, updated_at = COALESCE(CAST(:now AS timestamptz), now())
-    FROM f
-    WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
-      AND (tickq_jobs.status = 'running') IS TRUE AND tickq_jobs.lease_owner = :owner
-      AND tickq_jobs.cancel_requested_at IS NULL
-    RETURNING tickq_jobs.id, f.attempt, tickq_jobs.attempted_at, f.ran, f.error_text),
+    WHERE id = ANY(CAST(:ids AS bigint[])) AND (status = 'running') IS TRUE
+      AND lease_owner = :owner AND attempts = {of_job:attempts:int}
+      AND cancel_requested_at IS NULL
+    RETURNING id, attempts + 1 AS attempt, attempted_at, {of_job:ran:boolean} AS ran,
+              {of_job:errors:text} AS error_text),
 a AS (
     INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome,
                                 error)

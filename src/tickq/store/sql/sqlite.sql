@@ -113,6 +113,14 @@ RETURNING tickq_jobs.id
         json_extract(value, '$[10]') AS counted
  FROM json_each(:decisions))
 
+-- name: next_status
+-- (A fragment.) The status a row's decision moves it to (see decisions).
+f.next_status
+
+-- name: error_text
+-- (A fragment.) The error of a row's decision (see decisions).
+f.error_text
+
 -- name: add_attempts
 -- Runs just before finish, in its transaction and under its guard, so a run is in the
 -- history exactly when its outcome is: one row per decision that counts one (a success's
