@@ -176,8 +176,10 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         if ahead > 0:
             params = self._claim_params(owner, ahead, lease_seconds, queues)
             statements.append(("claim_ahead", params))
-        ran = self._claim_many(statements) if limit > 0 or ahead > 0 else (
-            self._query_many(statements) if statements else [])  # fmt: skip
+        if limit > 0 or ahead > 0:
+            ran = self._claim_many(statements)
+        else:
+            ran = self._query_many(statements) if statements else []
         rows = {name: r for (name, _), r in zip(statements, ran, strict=True)}
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
         recorded = self._recorded(outcomes, rows.get("finish", []), rows.get("settled", []))
@@ -459,14 +461,16 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return len(self._query("prune", cutoff=cutoff, batch=batch))
 
 
-def decision(o: Outcome) -> tuple[Any, ...]:
+def decision(o: Outcome, due: Callable[[float], Any] | None = None) -> tuple[Any, ...]:
     """One outcome as ``finish`` applies it: the job's id and attempt (its guard), then its
     row of ``job.STATE_MACHINE`` (target, attempt change, snooze change, whether it
     finishes, what the history counts: None for a success, whose attempt is the job row)
-    and the run's delay (None unless back in line), error, result and duration."""
+    and the run's delay (None unless back in line; ``due(delay)`` when given: SQLite
+    passes the time it comes due), error, result and duration."""
     target, attempts, snoozes, finishes, counted, waits = DECIDED[o.kind]
-    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes,
-            o.delay if waits else None, o.error, o.result, o.duration, counted)  # fmt: skip
+    delay = (o.delay if due is None else due(o.delay)) if waits else None
+    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes, delay, o.error,
+            o.result, o.duration, counted)  # fmt: skip
 
 
 def _decided(t: Transition) -> tuple[Any, ...]:

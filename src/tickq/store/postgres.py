@@ -295,8 +295,9 @@ class PostgresStore(PostgresHorizon, SqlStore):
                 checked = monotonic()
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
-        # Array literals, read in parallel by finish's unnest (psycopg's list dumper costs
-        # ~0.5 µs an element); results as one NULL when no job returned one.
+        # Array literals lined up with :ids, each row's element read by subscript in finish
+        # (psycopg's list dumper costs ~0.5 µs an element); results as one NULL when no job
+        # returned one.
         ids, attempts, statuses, changes, snoozes, finishes, delays, errors, results, seconds, \
             counted = zip(*map(decision, outcomes), strict=True)  # fmt: skip
         return {

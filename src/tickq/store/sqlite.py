@@ -331,10 +331,7 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
         # the due time (SQLite's times are computed here).
-        rows = [decision(o) for o in outcomes]
-        if any(row[6] is not None for row in rows):
-            rows = [(*r[:6], self._in(r[6]), *r[7:]) if r[6] is not None else r for r in rows]
-        return {"decisions": dumps(rows)}
+        return {"decisions": dumps([decision(o, self._in) for o in outcomes])}
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
