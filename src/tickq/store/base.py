@@ -190,6 +190,7 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return recorded, self._claimed(rows.get("claim", []), owner) + claimed_ahead
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+        jobs = sorted(jobs, key=id_of)  # ids ascending: see queries.of_job
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
@@ -461,16 +462,34 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return len(self._query("prune", cutoff=cutoff, batch=batch))
 
 
-def decision(o: Outcome, due: Callable[[float], Any] | None = None) -> tuple[Any, ...]:
-    """One outcome as ``finish`` applies it: the job's id and attempt (its guard), then its
-    row of ``job.STATE_MACHINE`` (target, attempt change, snooze change, whether it
-    finishes, what the history counts: None for a success, whose attempt is the job row)
-    and the run's delay (None unless back in line; ``due(delay)`` when given: SQLite
-    passes the time it comes due), error, result and duration."""
-    target, attempts, snoozes, finishes, counted, waits = DECIDED[o.kind]
-    delay = (o.delay if due is None else due(o.delay)) if waits else None
-    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes, delay, o.error,
-            o.result, o.duration, counted)  # fmt: skip
+def decisions(
+    outcomes: Sequence[Outcome], due: Callable[[float], Any] | None = None
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A batch of outcomes as ``finish`` applies it: per outcome, sorted by job id, the job's
+    id and attempt (its guard), the number (from 1) of its row in the batch's rows, and
+    the run's delay (None unless back in line; ``due(delay)`` when given: SQLite passes
+    the time it comes due), error, result and duration; then the rows, one per kind of
+    outcome in the batch: each its row of ``job.STATE_MACHINE`` (target, attempt change,
+    snooze change, whether it finishes, what the history counts: None for a success,
+    whose attempt is the job row)."""
+    numbers: dict[str, int] = {}
+    per_job = []
+    for job, kind, error, delay, duration, result in sorted(outcomes, key=_job_id):
+        row = numbers.setdefault(kind, len(numbers) + 1)
+        if DECIDED[kind][5]:
+            delay = delay if due is None else due(delay)
+        else:
+            delay = None
+        per_job.append((job.id, job.attempts, row, delay, error, result, duration))
+    return per_job, [DECIDED[kind][:5] for kind in numbers]
+
+
+def _job_id(outcome: Outcome) -> int:
+    return outcome.job.id
+
+
+def id_of(job: Job) -> int:
+    return job.id
 
 
 def _decided(t: Transition) -> tuple[Any, ...]:
@@ -480,8 +499,8 @@ def _decided(t: Transition) -> tuple[Any, ...]:
 
 
 DECIDED = {t.name: _decided(t) for t in STATE_MACHINE if t.query == "finish"}
-"""Each outcome's row of the state machine as ``decision`` hands it on (made once: a worker
-decides for every job it runs)."""
+"""Each outcome's row of the state machine as ``decisions`` hands it on, and whether it
+waits (made once: a worker decides for every job it runs)."""
 
 
 def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[Outcome]]:
