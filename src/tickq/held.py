@@ -199,7 +199,7 @@ class Holdings:
                 self._recording[held.key] = held
             self._uncollected = 0
             self.timing = bool(fresh or stale or self._collected)
-        return _outcomes(fresh), _outcomes(stale)  # type: ignore[arg-type]
+        return _outcomes(fresh), _outcomes(stale)
 
     def _take_stale(self) -> list[Held]:
         """The ended runs that newer claims replaced, unlinked from them."""

@@ -476,11 +476,9 @@ def decisions(
     per_job = []
     for job, kind, error, delay, duration, result in sorted(outcomes, key=_job_id):
         row = numbers.setdefault(kind, len(numbers) + 1)
-        if DECIDED[kind][5]:
-            delay = delay if due is None else due(delay)
-        else:
-            delay = None
-        per_job.append((job.id, job.attempts, row, delay, error, result, duration))
+        waits = DECIDED[kind][5]
+        when = None if not waits else delay if due is None else due(delay)
+        per_job.append((job.id, job.attempts, row, when, error, result, duration))
     return per_job, [DECIDED[kind][:5] for kind in numbers]
 
 

@@ -332,9 +332,14 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
         # the due time (SQLite's times are computed here).
         per_job, rows = decisions(outcomes, self._in)
-        return {"decisions": dumps([(i, attempt, *rows[row - 1][:4], due, error, result, seconds,
-                                     rows[row - 1][4])
-                                    for i, attempt, row, due, error, result, seconds in per_job])}
+        return {
+            "decisions": dumps(
+                [
+                    (i, attempt, *rows[row - 1][:4], due, error, result, seconds, rows[row - 1][4])
+                    for i, attempt, row, due, error, result, seconds in per_job
+                ]
+            )
+        }
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
