@@ -199,6 +199,7 @@ class Holdings:
                 self._recording[held.key] = held
             self._uncollected = 0
             self.timing = bool(fresh or stale or self._collected)
+        stale.sort(key=_order)
         return _outcomes(fresh), _outcomes(stale)
 
     def _take_stale(self) -> list[Held]:
@@ -216,7 +217,7 @@ class Holdings:
         with self._lock:
             if not self._recording:
                 return []
-            return _outcomes(list(self._recording.values()))
+            return _outcomes(self._recording.values())
 
     def in_hand(self) -> list[Job]:
         """The jobs handed to the pool whose outcome is not yet collected."""
@@ -342,6 +343,11 @@ def _ended(held: Held | None) -> bool:
     return held is not None and held.outcome is not None
 
 
-def _outcomes(records: list[Held]) -> list[Outcome]:
-    records.sort(key=lambda h: h.order)
+def _order(held: Held) -> int:
+    return held.order
+
+
+def _outcomes(records: Iterable[Held]) -> list[Outcome]:
+    """The outcomes of ``records``, which are in the order they came (collect takes them as
+    they arrived, and keeps them so)."""
     return [h.outcome for h in records if h.outcome is not None]

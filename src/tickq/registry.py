@@ -6,6 +6,8 @@ The facade fills a ``Registry``; the drivers (cycle, pool, worker) only read it.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from .errors import ConfigurationError
 from .job import Frozen
 from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions, JobOptions, check_job_type
@@ -124,8 +126,8 @@ class JobDefinition(Frozen):
 
 
 def _option(name: str) -> property:
-    return property(lambda definition: getattr(definition.options, name),
-                    doc=f"``options.{name}``: see ``Queue.job``.")  # fmt: skip
+    # attrgetter: read on every run of a job, and no Python frame of its own
+    return property(attrgetter(f"options.{name}"), doc=f"``options.{name}``: see ``Queue.job``.")
 
 
 for _name in (*JobOptions.fields, "limit"):  # a new option reads as an attribute too
