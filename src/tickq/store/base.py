@@ -182,7 +182,7 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
             ran = self._query_many(statements) if statements else []
         rows = {name: r for (name, _), r in zip(statements, ran, strict=True)}
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
-        recorded = self._recorded(outcomes, rows.get("finish", []), rows.get("settled", []))
+        recorded = self._recorded(outcomes, rows)
         recorded.started = [r[0] for r in rows.get("started", [])]
         recorded.ahead = {j.id for j in claimed_ahead}
         if later:
@@ -201,19 +201,30 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         others = [o.job.id for o in outcomes if o.kind != "succeeded"]
         if not others:
             return [("finish", params)]
+        return self._settling_statements(params, others)
+
+    def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
+        """``finish`` for a batch holding outcomes other than successes (``others``: their
+        job ids): their history rows first, under finish's own guard (it then sees them
+        running), and the jobs it settled read back after (``settled``), or returned by
+        ``finish_settled`` in its stead where the dialect has it."""
         settled = {"ids": self._ids_param(others), "now": params["now"]}
-        # Their history rows first, under finish's own guard (it then sees them running).
         return [("add_attempts", params), ("finish", params), ("settled", settled)]
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         """The ``:decisions`` of ``finish``, in the dialect's form (see ``decision``)."""
         raise NotImplementedError
 
-    def _recorded(self, outcomes: Sequence[Outcome], applied: Rows, settled: Rows) -> Recorded:
+    def _recorded(self, outcomes: Sequence[Outcome], rows: dict[str, Rows]) -> Recorded:
         """Sort ``outcomes`` by what ``finish`` returned: ``(id, status)`` of those it
-        applied (a job asked to stop ends cancelled, whatever its attempt came to)."""
-        status = {row[0]: row[1] for row in applied}
-        jobs = {job.id: job for job in map(self._job, settled)}
+        applied (a job asked to stop ends cancelled, whatever its attempt came to), or the
+        jobs ``finish_settled`` left."""
+        jobs = {job.id: job for job in map(self._job, rows.get("settled", ()))}
+        if "finish_settled" in rows:
+            jobs = {job.id: job for job in map(self._job, rows["finish_settled"])}
+            status = {job_id: str(job.status) for job_id, job in jobs.items()}
+        else:
+            status = {row[0]: row[1] for row in rows.get("finish", ())}
         out = Recorded()
         for o in outcomes:
             now = status.get(o.job.id)

@@ -102,7 +102,12 @@ def include_fragments(queries: dict[str, str], library: dict[str, str]) -> dict[
     def fragment(match: re.Match[str]) -> str:
         return library[match.group(1)]
 
-    return {name: re.sub(r"\{@(\w+)\}", fragment, sql) for name, sql in queries.items()}
+    included = {}
+    for name, sql in queries.items():
+        while "{@" in sql:  # a fragment may include another (finish_update, decisions)
+            sql = re.sub(r"\{@(\w+)\}", fragment, sql)
+        included[name] = sql
+    return included
 
 
 def _sections(file: str, paramstyle: str) -> dict[str, str]:

@@ -341,6 +341,11 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             )
         }
 
+    def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
+        # finish returns the jobs it left (no settled read after it): no wake-up to send
+        # with them here, another process hears the commit.
+        return [("add_attempts", params), ("finish_settled", params)]
+
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
 
