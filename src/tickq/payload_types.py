@@ -527,9 +527,13 @@ def _dataclass_shape(cls: type, builder: _Builder) -> Callable[[], Codec]:
 
 def _typeddict_shape(cls: type, builder: _Builder) -> Callable[[], Codec]:
     def shape() -> Codec:
-        hints = builder.typing.get_type_hints(cls)
+        typing = builder.typing
+        hints = typing.get_type_hints(cls)
         names = {name: builder.codec(note) for name, note in hints.items()}
-        required = frozenset(cls.__required_keys__)  # type: ignore[attr-defined]
+        required = frozenset(
+            name for name, note in typing.get_type_hints(cls, include_extras=True).items()
+            if _required(typing, note, name in cls.__required_keys__)  # type: ignore[attr-defined]
+        )  # fmt: skip
 
         def read(value: dict[str, Any], name: str) -> Any:
             return value.get(name, _MISSING)
@@ -537,15 +541,23 @@ def _typeddict_shape(cls: type, builder: _Builder) -> Callable[[], Codec]:
         dump_fields, load = _fields_of(cls, names, required, read)
 
         def dump(value: Any) -> dict[str, Any]:
-            if type(value) is dict:
-                _keys_fit(cls, names, required, value)
-            else:
+            if type(value) is not dict:
                 raise Refused(f"expected {cls.__name__} (a dict), got {_shown(value)}")
+            _keys_fit(cls, names, required, value)
             return dump_fields(value)
 
         return Codec(dump, load, True, cls.__name__)
 
     return shape
+
+
+def _required(typing: Any, note: Any, default: bool) -> bool:
+    """Whether a TypedDict key is required: Python 3.11 misses ``NotRequired[...]`` written
+    as text (``from __future__ import annotations``), so read the resolved note."""
+    origin = typing.get_origin(note)
+    if origin is typing.Annotated:
+        origin = typing.get_origin(typing.get_args(note)[0])
+    return {typing.Required: True, typing.NotRequired: False}.get(origin, default)
 
 
 def _pydantic(cls: Any) -> Codec:
