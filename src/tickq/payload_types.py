@@ -39,7 +39,7 @@ class Codec:
     """How one annotation travels: ``dump`` a Python value to JSON (refusing what does not
     fit), ``load`` its JSON form back (refusing JSON that does not fit either)."""
 
-    __slots__ = ("dump", "load", "typed", "text")
+    __slots__ = ("dump", "load", "text", "typed")
 
     def __init__(self, dump: Convert, load: Convert, typed: bool, text: str) -> None:
         self.dump, self.load, self.typed, self.text = dump, load, typed, text
@@ -48,7 +48,7 @@ class Codec:
 class PayloadTypes:
     """The typed parameters of one job function, built on first use."""
 
-    __slots__ = ("_fn", "_skip", "_fields")
+    __slots__ = ("_fields", "_fn", "_skip")
 
     def __init__(self, fn: Callable[..., Any], skip: str | None = None) -> None:
         self._fn, self._skip = fn, skip
@@ -106,9 +106,18 @@ def typed_parameters(fn: Callable[..., Any], skip: str | None) -> dict[str, Code
     ]
     if not wanted:
         return {}  # unannotated, or simple annotations only: today's plain-JSON rules
-    notes = _resolved(fn, wanted)
     builder = _Builder()
-    codecs = {name: builder.codec(note) for name, note in notes.items()}
+    codecs = {}
+    for name, note in _resolved(fn, wanted).items():
+        try:
+            codecs[name] = builder.codec(note)
+        except Exception as exc:  # a dataclass field's annotation names an unknown type...
+            from .errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"payload.{name}: tickq can't read the types in its annotation {note!r} "
+                f"({type(exc).__name__}: {exc}); define or import them at module level"
+            ) from None
     return {name: codec for name, codec in codecs.items() if codec.typed}
 
 
@@ -156,7 +165,7 @@ def _resolved(fn: Callable[..., Any], wanted: list[tuple[str, Any]]) -> dict[str
             found[name] = note
         else:
             try:
-                found[name] = eval(note, dict(space))  # noqa: S307 - the function's own annotation
+                found[name] = eval(note, dict(space))
             except Exception:
                 continue
     return found
@@ -264,13 +273,13 @@ def _plain_union(codecs: list[Codec]) -> Codec:
     return Codec(check, check, False, text)
 
 
-def _datetime(module: Any, cls: type) -> Codec | None:
+def _datetime(module: Any, cls: Any) -> Codec | None:
     if cls is not module.datetime:
         return None
     datetime = module.datetime
 
-    def dump(value: Any) -> str:
-        if type(value) is not datetime:
+    def dump(value: Any) -> Any:
+        if not _is(value, datetime):
             raise Refused(f"expected datetime, got {_shown(value)}{_iso_hint(value)}")
         if value.utcoffset() is None:
             raise Refused(
@@ -296,13 +305,13 @@ def _datetime(module: Any, cls: type) -> Codec | None:
     return Codec(dump, load, True, "datetime")
 
 
-def _date(module: Any, cls: type) -> Codec | None:
+def _date(module: Any, cls: Any) -> Codec | None:
     if cls is not module.date:
         return None
     date = module.date
 
-    def dump(value: Any) -> str:
-        if type(value) is not date:
+    def dump(value: Any) -> Any:
+        if not _is(value, date):
             hint = "; pass value.date()" if isinstance(value, module.datetime) else ""
             raise Refused(f"expected date, got {_shown(value)}{hint}")
         return value.isoformat()
@@ -316,13 +325,13 @@ def _date(module: Any, cls: type) -> Codec | None:
     return Codec(dump, load, True, "date")
 
 
-def _decimal(module: Any, cls: type) -> Codec | None:
+def _decimal(module: Any, cls: Any) -> Codec | None:
     if cls is not module.Decimal:
         return None
     Decimal = module.Decimal
 
     def dump(value: Any) -> str:
-        if type(value) is not Decimal:
+        if not _is(value, Decimal):
             hint = "; pass Decimal(text), not a float" if type(value) is float else ""
             raise Refused(f"expected Decimal, got {_shown(value)}{hint or _iso_hint(value)}")
         if not value.is_finite():
@@ -333,7 +342,7 @@ def _decimal(module: Any, cls: type) -> Codec | None:
         if type(value) is int:
             return Decimal(value)
         try:
-            found = Decimal(_text(value, "a decimal number as a string, e.g. \"10.50\""))
+            found = Decimal(_text(value, 'a decimal number as a string, e.g. "10.50"'))
         except ArithmeticError:
             raise Refused(f"{value!r} is not a decimal number") from None
         if not found.is_finite():
@@ -343,13 +352,13 @@ def _decimal(module: Any, cls: type) -> Codec | None:
     return Codec(dump, load, True, "Decimal")
 
 
-def _uuid(module: Any, cls: type) -> Codec | None:
+def _uuid(module: Any, cls: Any) -> Codec | None:
     if cls is not module.UUID:
         return None
     UUID = module.UUID
 
     def dump(value: Any) -> str:
-        if type(value) is not UUID:
+        if not _is(value, UUID):
             hint = "; pass UUID(text)" if type(value) is str else ""
             raise Refused(f"expected UUID, got {_shown(value)}{hint}")
         return str(value)
@@ -363,13 +372,13 @@ def _uuid(module: Any, cls: type) -> Codec | None:
     return Codec(dump, load, True, "UUID")
 
 
-def _enum(module: Any, cls: type) -> Codec | None:
+def _enum(module: Any, cls: Any) -> Codec | None:
     if not issubclass(cls, module.Enum):
         return None
-    allowed = [m.value for m in cls]  # type: ignore[var-annotated]
+    allowed = [m.value for m in cls.__members__.values()]
 
     def dump(value: Any) -> Any:
-        if type(value) is not cls:
+        if not _is(value, cls):
             hint = f"; pass {cls.__name__}({value!r})" if value in allowed else ""
             raise Refused(f"expected a {cls.__name__} member, got {_shown(value)}{hint}")
         found = value.value
@@ -499,7 +508,7 @@ def _dataclass_shape(cls: type, builder: _Builder) -> Callable[[], Codec]:
         import dataclasses
 
         hints = builder.typing.get_type_hints(cls)
-        fields = [f for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+        fields = [f for f in dataclasses.fields(cls) if f.init]
         names = {f.name: builder.codec(hints.get(f.name, builder.typing.Any)) for f in fields}
         required = frozenset(
             f.name for f in fields
@@ -507,8 +516,8 @@ def _dataclass_shape(cls: type, builder: _Builder) -> Callable[[], Codec]:
         )  # fmt: skip
         dump_fields, load_fields = _fields_of(cls, names, required, getattr)
 
-        def dump(value: Any) -> dict[str, Any]:
-            if type(value) is not cls:
+        def dump(value: Any) -> Any:
+            if not _is(value, cls):
                 hint = f"; pass {cls.__name__}(**value)" if type(value) is dict else ""
                 raise Refused(f"expected {cls.__name__}, got {_shown(value)}{hint}")
             return dump_fields(value)
@@ -540,7 +549,7 @@ def _typeddict_shape(cls: type, builder: _Builder) -> Callable[[], Codec]:
 
         dump_fields, load = _fields_of(cls, names, required, read)
 
-        def dump(value: Any) -> dict[str, Any]:
+        def dump(value: Any) -> Any:
             if type(value) is not dict:
                 raise Refused(f"expected {cls.__name__} (a dict), got {_shown(value)}")
             _keys_fit(cls, names, required, value)
@@ -562,7 +571,7 @@ def _required(typing: Any, note: Any, default: bool) -> bool:
 
 def _pydantic(cls: Any) -> Codec:
     def dump(value: Any) -> Any:
-        if type(value) is not cls:
+        if not _is(value, cls):
             hint = f"; pass {cls.__name__}.model_validate(value)" if type(value) is dict else ""
             raise Refused(f"expected {cls.__name__}, got {_shown(value)}{hint}")
         return value.model_dump(mode="json")
@@ -584,6 +593,11 @@ def _pydantic(cls: Any) -> Codec:
 
 
 # -- text -----------------------------------------------------------------------------------
+
+
+def _is(value: Any, kind: Any) -> bool:
+    """``type(value) is kind``, without narrowing ``value`` for mypy (``kind`` is Any)."""
+    return type(value) is kind
 
 
 def _text(value: Any, what: str) -> str:
