@@ -72,6 +72,36 @@ class PayloadTypes:
                 out[name] = _at(codec, value, name, job_type, external)
         return out
 
+    def dump_call(
+        self, args: list[Any], kwargs: dict[str, Any], job_type: str
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments (Django's tasks) with typed values as JSON."""
+        return self._call(args, kwargs, job_type, False)
+
+    def load_call(
+        self, args: list[Any], kwargs: dict[str, Any], job_type: str
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """``dump_call``'s JSON rebuilt (``TypeError`` naming the argument at fault)."""
+        return self._call(args, kwargs, job_type, None)
+
+    def _call(
+        self, args: list[Any], kwargs: dict[str, Any], job_type: str, external: bool | None
+    ) -> tuple[list[Any], dict[str, Any]]:
+        fields = self.fields()
+        if not fields:
+            return args, kwargs
+        from .signature import parameters
+
+        names = [n for n, kind, _, _ in parameters(self._fn) if kind in _BY_NAME and n != self._skip]
+        args = [
+            _at(fields[names[i]], a, names[i], job_type, external)
+            if i < len(names) and names[i] in fields else a
+            for i, a in enumerate(args)
+        ]  # fmt: skip
+        converted = {n: _at(fields[n], v, n, job_type, external) for n, v in kwargs.items()
+                     if n in fields}  # fmt: skip
+        return args, {**kwargs, **converted}
+
     def load(self, payload: dict[str, Any], job_type: str) -> dict[str, Any]:
         """The stored ``payload`` with its typed values rebuilt (``TypeError`` naming the
         field when a stored value does not fit)."""
@@ -102,7 +132,7 @@ def typed_parameters(fn: Callable[..., Any], skip: str | None) -> dict[str, Code
     wanted = [
         (name, note)
         for name, kind, _, note in parameters(fn)
-        if kind == "named" and name != skip and not plain_note(note)
+        if kind in _BY_NAME and name != skip and not plain_note(note)
     ]
     if not wanted:
         return {}  # unannotated, or simple annotations only: today's plain-JSON rules
@@ -119,6 +149,9 @@ def typed_parameters(fn: Callable[..., Any], skip: str | None) -> dict[str, Code
                 f"({type(exc).__name__}: {exc}); define or import them at module level"
             ) from None
     return {name: codec for name, codec in codecs.items() if codec.typed}
+
+
+_BY_NAME = ("named", "positional")  # a Django task's positional arguments convert too
 
 
 def plain_note(note: Any) -> bool:

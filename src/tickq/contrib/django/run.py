@@ -25,13 +25,21 @@ def runner(backend: TickqBackend, task: TickqTask, q: Queue) -> Callable[..., An
     its JSON-normalised return value becomes the job's result (``return_value``)."""
     from inspect import iscoroutinefunction
 
+    from ...execute import UnfitPayload
+    from .backend import task_types
+
+    types = task_types(task)
+
     def arguments(args: list[Any] | None, kwargs: dict[str, Any] | None,
                   ctx: JobContext) -> tuple[list[Any], dict[str, Any]]:  # fmt: skip
-        positional = list(args or [])
+        try:
+            positional, named = types.load_call(list(args or []), dict(kwargs or {}), ctx.type)
+        except TypeError as exc:
+            raise UnfitPayload(str(exc)) from None
         if task.takes_context:
             positional.insert(0, TaskContext(task_result=backend.get_result(str(ctx.id))))
         _signal(task_started, backend, ctx)
-        return positional, dict(kwargs or {})
+        return positional, named
 
     if iscoroutinefunction(task.func):
 
