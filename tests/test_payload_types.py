@@ -351,3 +351,53 @@ def test_import_tickq_and_a_plain_job_import_no_typing_or_pydantic(tmp_path: Pat
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=tickq_env(), timeout=60, check=True)  # fmt: skip
     assert out.stdout.split() == ["False", "[]"], out.stderr  # (running a job imports typing)
+
+
+APP = """
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from tickq import Queue
+
+q = Queue({url!r})
+
+
+@dataclass
+class Order:
+    id: int
+    total: Decimal
+
+
+@q.job()
+def ship(order: Order, by: datetime) -> None:
+    with open({out!r}, "a") as f:
+        f.write(repr((order, by)) + "\\n")
+"""
+
+
+def test_the_cli_enqueues_json_checked_against_the_annotations(
+    db_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "ran.txt"
+    (tmp_path / "shipapp.py").write_text(APP.format(url=db_url, out=str(out)))
+    env = {**tickq_env(), "PYTHONPATH": f"{tmp_path}:{tickq_env().get('PYTHONPATH', '')}"}
+
+    def tickq(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tickq", *args], input=stdin, env=env,
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+
+    assert tickq("migrate", "shipapp:q").returncode == 0
+    good = '{"order": {"id": 7, "total": "10.50"}, "by": "2026-05-01T17:00:00+02:00"}'
+    made = tickq("enqueue", "shipapp:q", "ship", good)
+    assert made.returncode == 0 and made.stdout.strip() == "1", made.stderr
+    piped = tickq("enqueue", "shipapp:q", "ship", "-", stdin=good)
+    assert piped.returncode == 0 and piped.stdout.strip() == "2", piped.stderr
+    bad = tickq("enqueue", "shipapp:q", "ship", '{"order": {"id": 7, "total": 10.5}, "by": "x"}')
+    assert bad.returncode == 1 and bad.stderr.startswith(
+        "tickq: error: payload.order.total: expected a decimal number as a string"
+    ), bad.stderr
+    worked = tickq("tick", "shipapp:q")
+    assert worked.returncode == 0, worked.stderr
+    expected = ("(Order(id=7, total=Decimal('10.50')), datetime.datetime(2026, 5, 1, 17, 0, "
+                "tzinfo=datetime.timezone(datetime.timedelta(seconds=7200))))")  # fmt: skip
+    assert out.read_text().splitlines() == [expected, expected]

@@ -86,6 +86,14 @@ class Enqueueing:
         """``enqueue`` with its options checked."""
         return self._runtime.insert([self._runtime.new_job(job_type, payload, options)], conn)[0]
 
+    def _enqueue_json(
+        self, job_type: str, payload: Mapping[str, Any], options: EnqueueOptions
+    ) -> int:
+        """``enqueue`` of a payload that is JSON from outside (the CLI): typed parameters
+        take their JSON forms, checked against the annotations the same way."""
+        job = self._runtime.new_job(job_type, payload, options, external=True)
+        return self._runtime.insert([job])[0]
+
     async def enqueue_async(
         self,
         job_type: str,
