@@ -375,9 +375,7 @@ def ship(order: Order, by: datetime) -> None:
 """
 
 
-def test_the_cli_enqueues_json_checked_against_the_annotations(
-    db_url: str, tmp_path: Path
-) -> None:
+def test_the_cli_enqueues_json_checked_against_the_annotations(db_url: str, tmp_path: Path) -> None:
     out = tmp_path / "ran.txt"
     (tmp_path / "shipapp.py").write_text(APP.format(url=db_url, out=str(out)))
     env = {**tickq_env(), "PYTHONPATH": f"{tmp_path}:{tickq_env().get('PYTHONPATH', '')}"}

@@ -87,8 +87,9 @@ VALUES = {
     "mixed": st.sampled_from(Mixed),
     "shape": st.builds(Shape, st.lists(POINTS, max_size=3), st.sampled_from(Level)),
     "totals": st.builds(lambda a, d: Totals(amount=a, on=d), DECIMALS, st.dates()),
-    "receipt": st.builds(Receipt, id=st.uuids(), total=DECIMALS,
-                         issued=st.datetimes(timezones=st.just(UTC))),  # fmt: skip
+    "receipt": st.builds(
+        Receipt, id=st.uuids(), total=DECIMALS, issued=st.datetimes(timezones=st.just(UTC))
+    ),
     "many": st.dictionaries(TEXT, st.none() | st.uuids(), max_size=3),
     "days": st.lists(st.dates(), max_size=3),
 }

@@ -92,7 +92,7 @@ class PayloadTypes:
             return args, kwargs
         from .signature import parameters
 
-        names = [n for n, kind, _, _ in parameters(self._fn) if kind in _BY_NAME and n != self._skip]
+        names = [n for n, kind, *_ in parameters(self._fn) if kind in _BY_NAME and n != self._skip]
         args = [
             _at(fields[names[i]], a, names[i], job_type, external)
             if i < len(names) and names[i] in fields else a

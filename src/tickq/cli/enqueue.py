@@ -14,9 +14,11 @@ from .inspection import open_queue
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     help_text = "store one job of TYPE with a JSON payload, checked against its annotations"
     parser = subparsers.add_parser("enqueue", help=help_text, description=help_text)
-    parser.add_argument("targets", nargs="+", metavar="[APP] TYPE [PAYLOAD]",
-                        help="APP is module:attribute naming your Queue (default: $TICKQ_APP); "
-                        "TYPE the job type; PAYLOAD a JSON object (default {}; - reads stdin)")  # fmt: skip
+    parser.add_argument(
+        "targets", nargs="+", metavar="[APP] TYPE [PAYLOAD]",
+        help="APP is module:attribute naming your Queue (default: $TICKQ_APP); TYPE the job "
+        "type; PAYLOAD a JSON object (default {}; - reads stdin)",
+    )  # fmt: skip
     parser.add_argument("--queue", help="the queue to store it in (default: the job type's)")
     parser.add_argument("--priority", type=int, help="higher runs first (default: the type's)")
     parser.add_argument("--unique-key", help="while a job with this key is pending or running, "

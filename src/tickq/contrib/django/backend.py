@@ -139,6 +139,8 @@ class TickqBackend(BaseTaskBackend):
         return found
 
     def validate_task(self, task: Task) -> None:
+        from .run import task_types
+
         super().validate_task(task)
         if not isinstance(task, TickqTask):
             raise InvalidTask(f"{task.module_path} is not a tickq task; use @task from django")
@@ -258,16 +260,6 @@ def _too_old(q: Queue, database: str) -> bool:
 def _job_id(result_id: Any) -> int | None:
     text = str(result_id)
     return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
-
-
-def task_types(task: Task) -> PayloadTypes:
-    """The typed parameters of ``task``'s function, without its context (the first one)."""
-    skip = None
-    if task.takes_context:
-        from ...signature import parameters
-
-        skip = next((name for name, *_ in parameters(task.func)), None)
-    return PayloadTypes(task.func, skip)
 
 
 def job_options(task: TickqTask) -> JobOptions:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...context import JobContext
 from ...errors import Snooze
+from ...payload_types import PayloadTypes
 from .compat import TaskContext, TaskResultStatus, normalize_json, task_finished, task_started
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ def runner(backend: TickqBackend, task: TickqTask, q: Queue) -> Callable[..., An
     from inspect import iscoroutinefunction
 
     from ...execute import UnfitPayload
-    from .backend import task_types
 
     types = task_types(task)
 
@@ -75,6 +75,16 @@ def runner(backend: TickqBackend, task: TickqTask, q: Queue) -> Callable[..., An
 
     run.__name__ = task.name
     return run
+
+
+def task_types(task: TickqTask) -> PayloadTypes:
+    """The typed parameters of ``task``'s function, without its context (the first one)."""
+    skip = None
+    if task.takes_context:
+        from ...signature import parameters
+
+        skip = next((name for name, *_ in parameters(task.func)), None)
+    return PayloadTypes(task.func, skip)
 
 
 Key = tuple[str, int]
