@@ -47,7 +47,7 @@ def new_job(
             "that another process handles"
         )
     check_job_type(job_type)
-    if definition is not None and isinstance(payload, Mapping) and definition.types.fields():
+    if definition is not None and definition.types.fields() and isinstance(payload, Mapping):
         payload = definition.types.dump(payload, job_type, external)
     payload_json = dump_payload(payload, job_type)
     if definition is not None:
