@@ -68,7 +68,10 @@ class Enqueueing:
         The job receives exactly ``payload``, or nothing is stored: a value JSON would
         change or can't carry, a payload that doesn't fit the function (names, simple
         annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
-        or option, the same on every backend (see docs/payloads.md).
+        or option, the same on every backend (see docs/payloads.md). Parameters annotated
+        with ``datetime``, ``date``, ``Decimal``, ``UUID``, an ``Enum``, a dataclass, a
+        ``TypedDict`` or a Pydantic model take those types, converted to JSON here and
+        rebuilt for the function (docs/payload-types.md).
         """
         options = EnqueueOptions(
             run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
