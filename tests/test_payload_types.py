@@ -202,6 +202,7 @@ EXTERNAL = [
     (datetime, "soon", r"payload\.x: 'soon' is not an ISO 8601 date and time"),
     (Decimal, 1.1, r"payload\.x: expected a decimal number as a string"),
     (Plan, "gold", r"payload\.x: str 'gold' is not a Plan value \(one of 'free', 2\)"),
+    (Plan, ["free"], r"payload\.x: list \['free'\] is not a Plan value"),
     (User, {"email": "a", "id": "nope", "address": {"city": "c"}},
      r"payload\.x\.id: 'nope' is not a UUID"),
     (User, {"email": "a", "id": str(UUID(int=1))},
