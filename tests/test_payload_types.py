@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NewType, NotRequired, TypedDict
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
@@ -78,6 +78,7 @@ class Invoice(pydantic.BaseModel):
     due: date
 
 
+CustomerId = NewType("CustomerId", UUID)
 BERLIN = ZoneInfo("Europe/Berlin")
 USER = User("a@example.com", UUID(int=7), Address("Oslo", date(2020, 2, 29)), ["x"])
 AT = datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=BERLIN)  # the second 02:30 of that night
@@ -146,6 +147,8 @@ FORMS = [
     (list[Decimal], [Decimal(1), Decimal("2.0")], ["1", "2.0"]),
     (dict[str, date], {"a": date(2026, 1, 1)}, {"a": "2026-01-01"}),
     (Tree, Tree("r", [Tree("a")]), {"name": "r", "children": [{"name": "a", "children": []}]}),
+    (Annotated[Decimal, "money"], Decimal("0.10"), "0.10"),
+    (CustomerId, CustomerId(UUID(int=2)), "00000000-0000-0000-0000-000000000002"),
 ]  # fmt: skip
 
 

@@ -43,6 +43,10 @@ class Builder:
         origin, args = typing.get_origin(note), typing.get_args(note)
         if note is typing.Any or note is object:
             return PASS
+        if origin is typing.Annotated:
+            return self.codec(args[0])
+        if hasattr(note, "__supertype__"):  # NewType("UserId", UUID): a UUID at run time
+            return self.codec(note.__supertype__)
         if note in PLAIN_TYPES or note is None:
             return plain(type(None) if note is None else note)
         if origin is typing.Union or type(note).__name__ == "UnionType":
