@@ -30,6 +30,10 @@ class PayloadTypes:
         self._fn, self._skip = fn, skip
         self._fields: dict[str, Codec] | None = None
 
+    def __repr__(self) -> str:
+        built = "not built yet" if self._fields is None else sorted(self._fields)
+        return f"PayloadTypes({getattr(self._fn, '__name__', self._fn)!r}: {built})"
+
     def fields(self) -> dict[str, Codec]:
         """The parameters that convert, by name (empty: the payload is plain JSON)."""
         found = self._fields

@@ -7,8 +7,6 @@ import json
 import sys
 
 from ..errors import ConfigurationError
-from ..job_options import EnqueueOptions
-from .inspection import open_queue
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run_enqueue(args: argparse.Namespace) -> int:
+    from ..job_options import EnqueueOptions
+    from .inspection import open_queue
+
     app, job_type, text = _targets(args.targets)
     payload = _payload(sys.stdin.read() if text == "-" else text)
     options = EnqueueOptions(queue=args.queue, priority=args.priority, unique_key=args.unique_key)
