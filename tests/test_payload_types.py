@@ -28,7 +28,7 @@ import tickq.payload_types as payload_types
 from conftest import tickq_env
 from test_payloads import raw_sql
 from test_web import serving
-from tickq import JobContext, JobState, Queue
+from tickq import ConfigurationError, JobContext, JobState, Queue
 from tickq.payload_types import PayloadTypes
 from tickq.webhooks import HMAC
 
@@ -237,6 +237,22 @@ def test_external_json_is_stored_in_the_canonical_form() -> None:
     )
     assert stored == {"when": "2026-01-01T09:00:00+00:00", "id": str(UUID("A" * 32)),
                       "amount": "3"}  # fmt: skip
+
+
+@dataclasses.dataclass
+class Unreadable:
+    total: Missing  # type: ignore[name-defined]  # noqa: F821 - never defined: on purpose
+
+
+def test_a_dataclass_whose_annotations_cant_be_read_is_a_configuration_error(
+    queue: Queue,
+) -> None:
+    @queue.job()
+    def settle(order: Unreadable) -> None: ...
+
+    message = r"payload\.order of 'settle': tickq can't read the types in its annotation Unreadable"
+    with pytest.raises(ConfigurationError, match=message + r" \(NameError: name 'Missing'"):
+        settle.enqueue(order=Unreadable(1))
 
 
 def test_a_union_of_two_typed_members_keeps_the_plain_rules(queue: Queue) -> None:

@@ -125,9 +125,11 @@ def typed_parameters(fn: Callable[..., Any], skip: str | None) -> dict[str, Code
         except Exception as exc:  # a dataclass field's annotation names an unknown type...
             from .errors import ConfigurationError
 
+            shown = getattr(note, "__qualname__", None) or repr(note)
             raise ConfigurationError(
-                f"payload.{name}: tickq can't read the types in its annotation {note!r} "
-                f"({type(exc).__name__}: {exc}); define or import them at module level"
+                f"payload.{name} of {getattr(fn, '__name__', fn)!r}: tickq can't read the "
+                f"types in its annotation {shown} ({type(exc).__name__}: {exc}); import them "
+                "at module level, not only under TYPE_CHECKING"
             ) from None
     return {name: codec for name, codec in codecs.items() if codec.typed}
 
