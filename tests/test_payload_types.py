@@ -173,6 +173,7 @@ REFUSED = [
     (date, datetime(2026, 1, 1, tzinfo=UTC), r"payload\.x: expected date, got datetime .*date\(\)"),
     (Decimal, 1.5, r"payload\.x: expected Decimal, got float 1\.5; pass Decimal\(text\)"),
     (Decimal, Decimal("NaN"), r"payload\.x: is Decimal\('NaN'\); pass a finite Decimal"),
+    (Decimal, "1.10", r"payload\.x: expected Decimal, got str '1\.10'; pass Decimal\(value\)"),
     (UUID, "0" * 32, r"payload\.x: expected UUID, got str .*; pass UUID\(text\)"),
     (Plan, "free", r"payload\.x: expected a Plan member, got str 'free'; pass Plan\('free'\)"),
     (User, dataclasses.replace(USER, address=Address(5)),  # type: ignore[arg-type]

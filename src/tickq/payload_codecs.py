@@ -138,8 +138,8 @@ def _decimal(module: Any, cls: Any) -> Codec | None:
 
     def dump(value: Any) -> str:
         if not is_exactly(value, Decimal):
-            hint = "; pass Decimal(text), not a float" if type(value) is float else ""
-            raise Refused(f"expected Decimal, got {shown(value)}{hint or _iso_hint(value)}")
+            hints = {float: "; pass Decimal(text), not a float", str: "; pass Decimal(value)"}
+            raise Refused(f"expected Decimal, got {shown(value)}{hints.get(type(value), '')}")
         if not value.is_finite():
             raise Refused(f"is {value!r}; pass a finite Decimal")
         return str(value)  # keeps every digit and the exponent: Decimal('1.10') stays 1.10
