@@ -1,7 +1,8 @@
 """Typed payloads: parameters annotated with dataclasses, TypedDicts, Enums, datetime, date,
 Decimal, UUID and Pydantic models are converted to JSON once at enqueue (bad values refused
 with the field's path) and rebuilt for the function, on SQLite and Postgres; unannotated
-parameters keep the plain-JSON rules; JSON from outside (webhooks) is checked the same way."""
+parameters keep the plain-JSON rules; JSON from outside (webhooks, ``tickq enqueue``) is
+checked the same way; a real ``tickq worker`` process runs what the CLI stored."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import enum
 import hashlib
 import hmac
 import json
+import signal
 import subprocess
 import sys
 from datetime import UTC, date, datetime, timedelta, timezone
@@ -31,6 +33,7 @@ from test_web import serving
 from tickq import ConfigurationError, JobContext, JobState, Queue
 from tickq.payload_types import PayloadTypes
 from tickq.webhooks import HMAC
+from workerproc import WorkerProcess, eventually
 
 
 class Plan(enum.Enum):
@@ -396,7 +399,10 @@ def ship(order: Order, by: datetime) -> None:
 """
 
 
-def test_the_cli_enqueues_json_checked_against_the_annotations(db_url: str, tmp_path: Path) -> None:
+@pytest.mark.timeout(120)
+def test_the_cli_enqueues_json_checked_against_the_annotations_and_a_worker_runs_it(
+    db_url: str, tmp_path: Path
+) -> None:
     out = tmp_path / "ran.txt"
     (tmp_path / "shipapp.py").write_text(APP.format(url=db_url, out=str(out)))
     env = {**tickq_env(), "PYTHONPATH": f"{tmp_path}:{tickq_env().get('PYTHONPATH', '')}"}
@@ -415,8 +421,11 @@ def test_the_cli_enqueues_json_checked_against_the_annotations(db_url: str, tmp_
     assert bad.returncode == 1 and bad.stderr.startswith(
         "tickq: error: payload.order.total: expected a decimal number as a string"
     ), bad.stderr
-    worked = tickq("tick", "shipapp:q")
-    assert worked.returncode == 0, worked.stderr
+    with WorkerProcess(app="shipapp:q", PYTHONPATH=env["PYTHONPATH"]) as worker:
+        done = eventually(lambda: out.exists() and len(out.read_text().splitlines()) == 2,
+                          what="the worker to run both jobs")  # fmt: skip
+        worker.send(signal.SIGTERM)
+        assert worker.wait() == 0, worker.output()
     expected = ("(Order(id=7, total=Decimal('10.50')), datetime.datetime(2026, 5, 1, 17, 0, "
                 "tzinfo=datetime.timezone(datetime.timedelta(seconds=7200))))")  # fmt: skip
-    assert out.read_text().splitlines() == [expected, expected]
+    assert done and out.read_text().splitlines() == [expected, expected]
