@@ -98,6 +98,8 @@ def settle(job: Job, definition: JobDefinition, exc: BaseException, started: flo
             return _snooze_or_fail(job, definition.max_snooze, exc.seconds, started)
         case Retry():
             return _retry_or_fail(job, format_error(exc), exc.delay, started)
+        case UnfitPayload():
+            return _unrunnable(job, str(exc), started)
         case _:
             return _retry_or_fail(job, format_error(exc), definition.backoff(job.attempts), started)
 
@@ -186,13 +188,23 @@ def _unknown_type(job: Job, known: list[str]) -> Outcome:
 
 
 def job_kwargs(definition: JobDefinition, job: Job) -> dict[str, Any]:
-    """The payload as keyword arguments, plus the ``JobContext`` when the function takes one
-    (built then, and made what ``current_job()`` returns)."""
+    """The payload as keyword arguments (typed parameters rebuilt), plus the ``JobContext``
+    when the function takes one (built then, and made what ``current_job()`` returns)."""
+    payload = job.payload
+    if definition.types.fields():
+        try:
+            payload = definition.types.load(payload, definition.name)
+        except TypeError as exc:
+            raise UnfitPayload(str(exc)) from None
     if not definition.context_param:
-        return job.payload
+        return payload
     ctx = JobContext.of(job)
     _current.set(ctx)
-    return {**job.payload, definition.context_param: ctx}
+    return {**payload, definition.context_param: ctx}
+
+
+class UnfitPayload(TypeError):
+    """A stored payload whose typed values can't be rebuilt: the job can never run."""
 
 
 def invoke(definition: JobDefinition, job: Job) -> Any:
