@@ -180,7 +180,9 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
             ran = self._claim_many(statements)
         else:
             ran = self._query_many(statements) if statements else []
-        rows = {name: r for (name, _), r in zip(statements, ran, strict=True)}
+        rows: dict[str, list[Any]] = {}
+        for (name, _), r in zip(statements, ran, strict=True):
+            rows.setdefault(name, []).extend(r)  # finish may run once per kind of outcome
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
         recorded = self._recorded(outcomes, rows)
         recorded.started = [r[0] for r in rows.get("started", [])]
@@ -194,14 +196,24 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        """``finish`` applying ``outcomes`` as their rows of the state machine say; with any
-        but successes, their history rows first and the jobs it settled read back after
-        (their hooks and alerts get them)."""
-        params = {"owner": owner, "now": self._now(), **self._decisions(outcomes)}
-        others = [o.job.id for o in outcomes if o.kind != "succeeded"]
-        if not others:
-            return [("finish", params)]
-        return self._settling_statements(params, others)
+        """``finish`` applying ``outcomes`` as their rows of the state machine say (once for
+        each of the dialect's ``_finish_batches``); with any but successes, their history
+        rows first and the jobs it settled read back after (their hooks and alerts get
+        them)."""
+        now = self._now()
+        statements: list[Statement] = []
+        for batch in self._finish_batches(outcomes):
+            params = {"owner": owner, "now": now, **self._decisions(batch)}
+            others = [o.job.id for o in batch if o.kind != "succeeded"]
+            if others:
+                statements.extend(self._settling_statements(params, others))
+            else:
+                statements.append(("finish", params))
+        return statements
+
+    def _finish_batches(self, outcomes: Sequence[Outcome]) -> list[Sequence[Outcome]]:
+        """``outcomes`` in the batches one ``finish`` each applies: all of them at once."""
+        return [outcomes]
 
     def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
         """``finish`` for a batch holding outcomes other than successes (``others``: their
@@ -220,11 +232,10 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         applied (a job asked to stop ends cancelled, whatever its attempt came to), or the
         jobs ``finish_settled`` left."""
         jobs = {job.id: job for job in map(self._job, rows.get("settled", ()))}
-        if "finish_settled" in rows:
-            jobs = {job.id: job for job in map(self._job, rows["finish_settled"])}
-            status = {job_id: str(job.status) for job_id, job in jobs.items()}
-        else:
-            status = {row[0]: row[1] for row in rows.get("finish", ())}
+        status = {row[0]: row[1] for row in rows.get("finish", ())}
+        for job in map(self._job, rows.get("finish_settled", ())):
+            jobs[job.id] = job
+            status[job.id] = str(job.status)
         out = Recorded()
         for o in outcomes:
             now = status.get(o.job.id)

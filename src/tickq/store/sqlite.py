@@ -328,18 +328,27 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _ids_param(self, ids: Sequence[int]) -> Any:
         return dumps(list(ids))
 
+    def _finish_batches(self, outcomes: Sequence[Outcome]) -> list[Sequence[Outcome]]:
+        # One finish per kind of outcome: its row of the state machine travels as plain
+        # parameters, and each job's JSON holds only what varies (SQLite parses it for
+        # every field it reads: 11 fields a job cost 2.5x the old succeeded's statement).
+        kinds: dict[str, list[Outcome]] = {}
+        for o in outcomes:
+            kinds.setdefault(o.kind, []).append(o)
+        return list(kinds.values())
+
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
-        # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
-        # the due time (SQLite's times are computed here).
+        # JSON [[id, attempt, due, error, result, seconds], ...]: finish reads it with
+        # json_each; a delay becomes the due time (SQLite's times are computed here). The
+        # outcomes are of one kind (see _finish_batches): its row, once.
         per_job, rows = decisions(outcomes, self._in)
+        ((status, attempt_change, snooze_change, finishes, counted),) = rows
         return {
-            "decisions": dumps(
-                [
-                    (i, attempt, *rows[row - 1][:4], due, error, result, seconds, rows[row - 1][4])
-                    for i, attempt, row, due, error, result, seconds in per_job
-                ]
-            )
-        }
+            "decisions": dumps([(i, attempt, due, error, result, seconds)
+                                for i, attempt, _, due, error, result, seconds in per_job]),
+            "next_status": status, "attempt_change": attempt_change,
+            "snooze_change": snooze_change, "finishes": finishes, "counted": counted,
+        }  # fmt: skip
 
     def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
         # finish returns the jobs it left (no settled read after it): no wake-up to send

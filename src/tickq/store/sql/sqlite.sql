@@ -101,16 +101,16 @@ WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
 RETURNING tickq_jobs.id
 
 -- name: decisions
--- (A fragment.) The decisions of :decisions, JSON [[job_id, attempt, next_status,
--- attempt_change, snooze_change, finishes, due, error_text, result_json, seconds, counted],
--- ...], one per outcome, each made from its row of job.STATE_MACHINE (see finish).
+-- (A fragment.) The decisions of :decisions, JSON [[job_id, attempt, due, error_text,
+-- result_json, seconds], ...], one per outcome, all of one kind: its row of
+-- job.STATE_MACHINE comes as :next_status, :attempt_change, :snooze_change, :finishes and
+-- :counted (see finish).
 (SELECT json_extract(value, '$[0]') AS job_id, json_extract(value, '$[1]') AS attempt,
-        json_extract(value, '$[2]') AS next_status,
-        json_extract(value, '$[3]') AS attempt_change,
-        json_extract(value, '$[4]') AS snooze_change, json_extract(value, '$[5]') AS finishes,
-        json_extract(value, '$[6]') AS due, json_extract(value, '$[7]') AS error_text,
-        json_extract(value, '$[8]') AS result_json, json_extract(value, '$[9]') AS seconds,
-        json_extract(value, '$[10]') AS counted
+        :next_status AS next_status, :attempt_change AS attempt_change,
+        :snooze_change AS snooze_change, :finishes AS finishes,
+        json_extract(value, '$[2]') AS due, json_extract(value, '$[3]') AS error_text,
+        json_extract(value, '$[4]') AS result_json, json_extract(value, '$[5]') AS seconds,
+        :counted AS counted
  FROM json_each(:decisions))
 
 -- name: next_status
