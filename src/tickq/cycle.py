@@ -11,6 +11,8 @@ from time import monotonic, sleep
 from .execute import execute
 from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
+from .observe import queues as queues_watched
+from .observe import watchers
 from .outbox import Outbox
 from .signals import noting_signals
 from .store import RECORDED_FIELDS, Recorded
@@ -79,6 +81,8 @@ def run_cycle(
     report = new_report()
     runtime.flush_outbox()  # before any rescue: they are this process's, finished
     runtime.declare_limits()
+    if watchers():
+        queues_watched(runtime.store)
     rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     jobs = _claim(runtime, 1, queues, report) if limit else []

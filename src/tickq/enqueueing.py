@@ -120,9 +120,20 @@ class Enqueueing:
             import asyncio
 
             return (await asyncio.to_thread(self._runtime.insert, [job]))[0]
+        from .observe import carrying, watchers
         from .store.foreign import insert_on_async
 
-        return (await insert_on_async(self._runtime.store, conn, [job]))[0]
+        watching = watchers()
+        if not watching:
+            return (await insert_on_async(self._runtime.store, conn, [job]))[0]
+        from contextlib import ExitStack
+
+        with ExitStack() as stack:  # observe.sent, awaiting the insert
+            scopes = [stack.enter_context(w.sending([job])) for w in watching]
+            ids = await insert_on_async(self._runtime.store, conn, carrying([job], scopes))
+            for scope in scopes:
+                scope.sent(ids)
+            return ids[0]
 
     def enqueue_many(
         self,

@@ -7,6 +7,7 @@ from time import perf_counter
 from .context import JobContext, _current, stop_requested, stoppable
 from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
+from .observe import Attempt, watchers
 from .payload import Unreadable
 from .retry import steps
 from .signals import raised_by_signal
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
     from .registry import JobDefinition
 
+    Seen = Attempt | None
+
 MAX_ERROR_CHARS = 8000
 UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
 
@@ -27,6 +30,16 @@ UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
 def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list[str]]) -> Outcome:
     """Run ``job`` with its handler and map the result or exception to an ``Outcome``:
     one of ``job.OUTCOMES``, the transitions ``store.record`` applies."""
+    watching = watchers()
+    if not watching:
+        return _execute(job, definition, known, None)
+    with Attempt(watching, job) as attempt:
+        return attempt.ended(_execute(job, definition, known, attempt))
+
+
+def _execute(
+    job: Job, definition: JobDefinition | None, known: Callable[[], list[str]], seen: Seen
+) -> Outcome:
     started = perf_counter()
     if stop_requested(job):
         return _not_started(job, started)
@@ -41,6 +54,8 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit too: the job's
         if raised_by_signal(exc):
             raise  # from a signal's handler (Ctrl-C, a server's sys.exit): the process stops
+        if seen is not None:
+            seen.raised = exc
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
@@ -49,6 +64,14 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
 
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
     """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
+    watching = watchers()
+    if not watching:
+        return await _execute_async(job, definition, None)
+    with Attempt(watching, job) as attempt:
+        return attempt.ended(await _execute_async(job, definition, attempt))
+
+
+async def _execute_async(job: Job, definition: JobDefinition, seen: Seen) -> Outcome:
     started = perf_counter()
     if stop_requested(job):
         return _not_started(job, started)
@@ -64,6 +87,8 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         cancelled = type(exc).__name__ == "CancelledError"  # asyncio's, not imported here
         if raised_by_signal(exc) or (cancelled and not stop_requested(job)):
             raise  # a real signal, or this task cancelled from outside (lease lost, shutdown)
+        if seen is not None:
+            seen.raised = exc
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)

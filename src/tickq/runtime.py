@@ -11,6 +11,7 @@ import threading
 
 from .clock import monotonic_of
 from .logger import log
+from .observe import sent, watchers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -157,6 +158,12 @@ class Runtime:
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
         """Store ``jobs``; with ``conn`` in the caller's open transaction."""
+        watching = watchers()
+        if watching:
+            return sent(watching, jobs, lambda rows: self._insert(rows, conn))
+        return self._insert(jobs, conn)
+
+    def _insert(self, jobs: Sequence[NewJob], conn: Any) -> list[int]:
         if conn is None:
             return self.store.insert(jobs)
         from .store.foreign import insert_on

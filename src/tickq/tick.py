@@ -14,6 +14,7 @@ from time import monotonic
 from .cycle import TICK_PATIENCE, run_cycle
 from .job_options import EnqueueOptions
 from .logger import log
+from .observe import running
 from .store import ScheduleMove
 
 TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
@@ -48,6 +49,14 @@ def run_tick(
         raise ValueError(f"limit must be >= 0, got {limit}")
     if time_budget is not None and time_budget <= 0:
         raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
+    return running("tickq tick", {"tickq.limit": limit},
+                   lambda: _tick(runtime, limit, time_budget, alerts, patience))  # fmt: skip
+
+
+def _tick(
+    runtime: Runtime, limit: int, time_budget: float | None, alerts: Alerts | None,
+    patience: float,
+) -> dict[str, Any]:  # fmt: skip
     started, budget_started = monotonic(), runtime.monotonic()
     runtime.flush_outbox()  # outcomes an earlier tick had to leave: before anything else
     state = runtime.store.start_tick()
