@@ -120,6 +120,25 @@ def log_to_stderr(fmt: str) -> logging.Handler:
     return handler
 
 
+def log_from_environment(fmt: str) -> logging.Handler:
+    """``TICKQ_LOG_FORMAT``'s handler: tickq's lines to stderr in ``fmt``, INFO and up
+    unless the app set the ``tickq`` logger's level, and not passed on to the root logger
+    as well. A value other than text or json says so on stderr and logs text."""
+    if fmt not in LOG_FORMATS:
+        sys.stderr.write(f"tickq: TICKQ_LOG_FORMAT must be 'text' or 'json', got {fmt!r}; "
+                         "logging text\n")  # fmt: skip
+        fmt = "text"
+    handler = StderrHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    HOLDERS.append(handler)
+    tickq = logging.getLogger("tickq")
+    tickq.addHandler(handler)
+    tickq.propagate = False
+    if tickq.level == logging.NOTSET:
+        tickq.setLevel(logging.INFO)
+    return handler
+
+
 def stop_logging(handler: logging.Handler) -> None:
     if handler in HOLDERS:
         HOLDERS.remove(handler)

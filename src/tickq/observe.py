@@ -128,8 +128,8 @@ class Attempt:
             scope.ended(outcome, self.raised)
         return outcome
 
-    def __exit__(self, *exc: Any) -> bool:
-        return bool(self._stack.__exit__(*exc))
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.__exit__(*exc)
 
 
 def running(name: str, attributes: Mapping[str, Any], run: Callable[[], T]) -> T:

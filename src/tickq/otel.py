@@ -83,7 +83,7 @@ class OtelWatcher:
         parent = propagate.extract(carried) if isinstance(carried, dict) else None
         sender = trace.get_current_span(parent).get_span_context() if parent else None
         links = [Link(sender)] if sender is not None and sender.is_valid else None
-        attributes = {
+        attributes: dict[str, Any] = {
             "messaging.system": SYSTEM, "messaging.operation.type": "process",
             "messaging.operation.name": "process", "messaging.destination.name": job.queue,
             "messaging.message.id": str(job.id), "tickq.job.type": job.type,
@@ -199,7 +199,11 @@ def observe_queues(store: Any) -> None:
 
         return callback
 
-    meter.create_observable_gauge("tickq.jobs.due", [reading(1)], "{job}",
-                                  "Pending jobs whose run_after has passed, by queue.")
+    meter.create_observable_gauge(
+        "tickq.jobs.due",
+        [reading(1)],
+        "{job}",
+        "Pending jobs whose run_after has passed, by queue.",
+    )
     meter.create_observable_gauge("tickq.jobs.running", [reading(2)], "{job}",
                                   "Jobs running, by queue.")  # fmt: skip

@@ -129,7 +129,9 @@ class Runtime:
     def notify_failed(self, job: Job) -> None:
         """Run failure hooks; a hook that raises is logged and never stops the caller."""
         log.error("job %s %s failed after %s attempt(s): %s", job.id, job.type, job.attempts,
-                  (job.last_error or "").split("\n", 1)[0])  # fmt: skip
+                  (job.last_error or "").split("\n", 1)[0],
+                  extra={"event": "job_failed", "job_id": job.id, "job_type": job.type,
+                         "attempt": job.attempts, "queue": job.queue})  # fmt: skip
         run_hooks(self.failure_hooks, job)
 
     def notify_retried(self, job: Job) -> None:
