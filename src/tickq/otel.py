@@ -39,9 +39,11 @@ DURATION_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 class OtelWatcher:
     """Spans for enqueues, attempts and ticks; attempt and tick metrics."""
 
-    def __init__(self) -> None:
-        self.tracer = trace.get_tracer("tickq", __version__)
-        meter = metrics.get_meter("tickq", __version__)
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        """The global providers unless given (tests give their own)."""
+        self.tracer = trace.get_tracer("tickq", __version__, tracer_provider)
+        self.meter = meter = metrics.get_meter("tickq", __version__, meter_provider)
+        self._gauged: WeakSet[Any] = WeakSet()
         self.attempts = meter.create_counter(
             "tickq.attempts", "{attempt}", "Attempts run, by queue, type and outcome."
         )
@@ -102,7 +104,10 @@ class OtelWatcher:
             yield Running(self, span, name)
 
     def queues(self, store: Any) -> None:
-        observe_queues(store)
+        """Gauge ``store``'s due and running jobs per queue, once per store."""
+        if store not in self._gauged:
+            self._gauged.add(store)
+            observe_queues(self.meter, store)
 
 
 class Sending:
@@ -168,9 +173,6 @@ class Running:
                 self.watcher.runs.record(ms / 1000, {"tickq.run": self.name})
 
 
-_GAUGED: WeakSet[Any] = WeakSet()
-
-
 def flat(report: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """A report's scalar figures, nested ones named ``jobs.claimed``."""
     for key, value in report.items():
@@ -180,14 +182,10 @@ def flat(report: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
             yield from flat(value, f"{key}.")
 
 
-def observe_queues(store: Any) -> None:
+def observe_queues(meter: Any, store: Any) -> None:
     """Due and running jobs per queue as observable gauges, read from ``store`` when the
-    SDK collects (as a Prometheus scrape reads ``q.stats()``); once per store."""
-    if store in _GAUGED:
-        return
-    _GAUGED.add(store)
+    SDK collects (as a Prometheus scrape reads ``q.stats()``)."""
     held = ref(store)
-    meter = metrics.get_meter("tickq", __version__)
 
     def reading(which: int) -> Any:
         def callback(options: Any) -> list[metrics.Observation]:
