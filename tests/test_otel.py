@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -54,8 +53,11 @@ class Sdk:
     def points(self, metric: str) -> list[Any]:
         data = self.reader.get_metrics_data()
         assert data is not None
-        return [point for rm in data.resource_metrics for sm in rm.scope_metrics
-                for m in sm.metrics if m.name == metric for point in m.data.data_points]  # fmt: skip
+        metrics = [m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics]
+        return [point for m in metrics if m.name == metric for point in m.data.data_points]
+
+    def by_queue(self, metric: str) -> dict[str, Any]:
+        return {p.attributes["messaging.destination.name"]: p.value for p in self.points(metric)}
 
 
 @pytest.fixture
@@ -347,4 +349,3 @@ assert len(observe.watchers()) == 1
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=tickq_env(), timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert trace  # imported here for the in-process tests' types

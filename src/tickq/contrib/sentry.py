@@ -67,13 +67,13 @@ def _integration() -> TickqIntegration | None:
 
 
 class _Reported:
-    """(job id, attempt) pairs reported from this process, oldest forgotten first."""
+    """(job id, type, attempt) reported from this process, oldest forgotten first."""
 
     def __init__(self) -> None:
-        self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def add(self, key: tuple[int, int]) -> None:
+    def add(self, key: tuple[Any, ...]) -> None:
         with self._lock:
             self._seen[key] = None
             while len(self._seen) > REMEMBERED:
@@ -82,6 +82,10 @@ class _Reported:
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._seen
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
 
 
 REPORTED = _Reported()
@@ -94,13 +98,13 @@ def _fold_log_line(event: Any, hint: dict[str, Any]) -> Any:
     if record is None or not record.name.startswith("tickq") or _integration() is None:
         return event
     job_id, attempt = getattr(record, "job_id", None), getattr(record, "attempt", None)
+    job_type = getattr(record, "job_type", None)
     if job_id is None:
         return event
-    if (job_id, attempt) in REPORTED:
+    if (job_id, job_type, attempt) in REPORTED:
         return None
     tags = event.setdefault("tags", {})
     tags.update({"tickq.job.id": str(job_id), "tickq.job.attempt": str(attempt)})
-    job_type = getattr(record, "job_type", None)
     if job_type is not None:
         tags["tickq.job.type"] = job_type
     return event
@@ -205,7 +209,7 @@ class Reporting:
 
     def _report(self, outcome: Outcome, exc: BaseException | None, level: Level) -> None:
         job = self.job
-        REPORTED.add((job.id, job.attempts))
+        REPORTED.add((job.id, job.type, job.attempts))
         with sentry_sdk.new_scope() as scope:
             scope.set_tag("tickq.job.outcome", outcome.kind)
             scope.set_level(level)
