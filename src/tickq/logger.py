@@ -76,7 +76,7 @@ def library_logger(name: str) -> Any:
 
     if not Fallback.installed:
         Fallback.installed = True
-        if Fallback.log_format and not HOLDERS:  # not when a worker chose --log-format
+        if Fallback.log_format and not holders():  # not when a worker chose --log-format
             from .logfmt import log_from_environment
 
             log_from_environment(Fallback.log_format)
@@ -92,8 +92,11 @@ def library_logger(name: str) -> Any:
 
 log: Any = LazyLogger("tickq")
 
-HOLDERS: list[Any] = []
-"""Handlers that can hold back lines (``tickq.logfmt.StderrHandler``) while registered."""
+def holders() -> list[Any]:
+    """``tickq.logfmt.HOLDERS``, the handlers that can hold back lines; none until
+    something imported that module (only it makes them), so it is not imported here."""
+    logfmt = sys.modules.get("tickq.logfmt")
+    return logfmt.HOLDERS if logfmt is not None else []
 
 
 class held_lines:
@@ -103,9 +106,9 @@ class held_lines:
     __slots__ = ()
 
     def __enter__(self) -> None:
-        for handler in HOLDERS:
+        for handler in holders():
             handler.hold_lines()
 
     def __exit__(self, *exc: object) -> None:
-        for handler in HOLDERS:
+        for handler in holders():
             handler.write_held()
