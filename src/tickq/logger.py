@@ -92,6 +92,7 @@ def library_logger(name: str) -> Any:
 
 log: Any = LazyLogger("tickq")
 
+
 def holders() -> list[Any]:
     """``tickq.logfmt.HOLDERS``, the handlers that can hold back lines; none until
     something imported that module (only it makes them), so it is not imported here."""

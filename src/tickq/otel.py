@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from datetime import datetime
-from weakref import WeakSet, ref
+from weakref import WeakSet
 
 from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
@@ -43,7 +43,7 @@ class OtelWatcher:
         """The global providers unless given (tests give their own)."""
         self.tracer = trace.get_tracer("tickq", __version__, tracer_provider)
         self.meter = meter = metrics.get_meter("tickq", __version__, meter_provider)
-        self._gauged: WeakSet[Any] = WeakSet()
+        self._gauges: QueueGauges | None = None
         self.attempts = meter.create_counter(
             "tickq.attempts", "{attempt}", "Attempts run, by queue, type and outcome."
         )
@@ -104,10 +104,10 @@ class OtelWatcher:
             yield Running(self, span, name)
 
     def queues(self, store: Any) -> None:
-        """Gauge ``store``'s due and running jobs per queue, once per store."""
-        if store not in self._gauged:
-            self._gauged.add(store)
-            observe_queues(self.meter, store)
+        """Gauge ``store``'s due and running jobs per queue from now on."""
+        if self._gauges is None:
+            self._gauges = QueueGauges(self.meter)
+        self._gauges.stores.add(store)
 
 
 class Sending:
@@ -182,26 +182,27 @@ def flat(report: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
             yield from flat(value, f"{key}.")
 
 
-def observe_queues(meter: Any, store: Any) -> None:
-    """Due and running jobs per queue as observable gauges, read from ``store`` when the
-    SDK collects (as a Prometheus scrape reads ``q.stats()``)."""
-    held = ref(store)
+class QueueGauges:
+    """Due and running jobs per queue, as two observable gauges over every store a cycle
+    ran on in this process, read from the database when the SDK collects (as a Prometheus
+    scrape reads ``q.stats()``). A queue seen once reads 0 when empty, not nothing."""
 
-    def reading(which: int) -> Any:
+    def __init__(self, meter: Any) -> None:
+        self.stores: WeakSet[Any] = WeakSet()
+        self._known: set[str] = set()
+        due = "Pending jobs whose run_after has passed, by queue."
+        meter.create_observable_gauge("tickq.jobs.due", [self._reading(1)], "{job}", due)
+        running = "Jobs running, by queue."
+        meter.create_observable_gauge("tickq.jobs.running", [self._reading(2)], "{job}", running)
+
+    def _reading(self, which: int) -> Any:
         def callback(options: Any) -> list[metrics.Observation]:
-            alive = held()
-            if alive is None:
-                return []
-            return [metrics.Observation(row[which], {"messaging.destination.name": row[0]})
-                    for row in alive.queue_gauges()]  # fmt: skip
+            now: dict[str, int] = {}
+            for store in list(self.stores):
+                for row in store.queue_gauges():
+                    now[row[0]] = now.get(row[0], 0) + row[which]
+            self._known.update(now)
+            return [metrics.Observation(now.get(queue, 0), {"messaging.destination.name": queue})
+                    for queue in sorted(self._known)]  # fmt: skip
 
         return callback
-
-    meter.create_observable_gauge(
-        "tickq.jobs.due",
-        [reading(1)],
-        "{job}",
-        "Pending jobs whose run_after has passed, by queue.",
-    )
-    meter.create_observable_gauge("tickq.jobs.running", [reading(2)], "{job}",
-                                  "Jobs running, by queue.")  # fmt: skip
