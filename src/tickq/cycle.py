@@ -11,9 +11,8 @@ from time import monotonic, sleep
 from .execute import execute
 from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
-from .observe import queues as queues_watched
-from .observe import watchers
 from .outbox import Outbox
+from .runtime import watching
 from .signals import noting_signals
 from .store import RECORDED_FIELDS, Recorded
 from .trouble import worth_retrying as _worth_retrying
@@ -81,8 +80,10 @@ def run_cycle(
     report = new_report()
     runtime.flush_outbox()  # before any rescue: they are this process's, finished
     runtime.declare_limits()
-    if watchers():
-        queues_watched(runtime.store)
+    if watching():
+        from .observe import queues as watch_queues
+
+        watch_queues(runtime.store)
     rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     jobs = _claim(runtime, 1, queues, report) if limit else []

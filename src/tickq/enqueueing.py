@@ -120,16 +120,18 @@ class Enqueueing:
             import asyncio
 
             return (await asyncio.to_thread(self._runtime.insert, [job]))[0]
-        from .observe import carrying, watchers
+        from .runtime import watching
         from .store.foreign import insert_on_async
 
-        watching = watchers()
-        if not watching:
+        watchers = watching()
+        if not watchers:
             return (await insert_on_async(self._runtime.store, conn, [job]))[0]
         from contextlib import ExitStack
 
+        from .observe import carrying
+
         with ExitStack() as stack:  # observe.sent, awaiting the insert
-            scopes = [stack.enter_context(w.sending([job])) for w in watching]
+            scopes = [stack.enter_context(w.sending([job])) for w in watchers]
             ids = await insert_on_async(self._runtime.store, conn, carrying([job], scopes))
             for scope in scopes:
                 scope.sent(ids)

@@ -7,9 +7,9 @@ from time import perf_counter
 from .context import JobContext, _current, stop_requested, stoppable
 from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
-from .observe import Attempt, watchers
 from .payload import Unreadable
 from .retry import steps
+from .runtime import watching
 from .signals import raised_by_signal
 from .store import Outcome
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
     from typing import Any
 
+    from .observe import Attempt
     from .registry import JobDefinition
 
     Seen = Attempt | None
@@ -30,10 +31,12 @@ UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
 def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list[str]]) -> Outcome:
     """Run ``job`` with its handler and map the result or exception to an ``Outcome``:
     one of ``job.OUTCOMES``, the transitions ``store.record`` applies."""
-    watching = watchers()
-    if not watching:
+    watchers = watching()
+    if not watchers:
         return _execute(job, definition, known, None)
-    with Attempt(watching, job) as attempt:
+    from .observe import Attempt
+
+    with Attempt(watchers, job) as attempt:
         return attempt.ended(_execute(job, definition, known, attempt))
 
 
@@ -64,10 +67,12 @@ def _execute(
 
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
     """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
-    watching = watchers()
-    if not watching:
+    watchers = watching()
+    if not watchers:
         return await _execute_async(job, definition, None)
-    with Attempt(watching, job) as attempt:
+    from .observe import Attempt
+
+    with Attempt(watchers, job) as attempt:
         return attempt.ended(await _execute_async(job, definition, attempt))
 
 

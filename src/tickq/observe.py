@@ -1,11 +1,12 @@
 """Internal: who watches enqueues, attempts and other runs (OpenTelemetry, Sentry), and
 the fast path when nobody does.
 
-``watchers()`` is all the hot path pays: a list, empty unless an integration registered
-itself (``watch``, e.g. ``tickq.contrib.sentry``) or the app imported OpenTelemetry's
-API. Until something imports ``opentelemetry.trace`` nobody can have configured an SDK,
-so tickq neither imports it nor spends anything on it (``tickq.logger`` reasons the same
-way about ``logging``).
+The hot path pays only ``tickq.runtime.watching()``: two dict lookups, and this module
+is not imported, until an integration registers itself here (``watch``, e.g.
+``tickq.contrib.sentry``) or the app imports OpenTelemetry's API. Until something
+imports ``opentelemetry.trace`` nobody can have configured an SDK, so tickq neither
+imports it nor spends anything on it (``tickq.logger`` reasons the same way about
+``logging``).
 
 A watcher gives three context managers, each yielding a scope the caller reports to:
 

@@ -7,11 +7,11 @@ tick, the worker and the pool; none of them imports the facade.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from .clock import monotonic_of
 from .logger import log
-from .observe import sent, watchers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .job import Job, NewJob
     from .job_options import EnqueueOptions
     from .lease import LeaseKeeper
+    from .observe import Watcher
     from .outbox import Outbox
     from .registry import JobDefinition, Registry
     from .schedule import ScheduleDefinition
@@ -160,9 +161,11 @@ class Runtime:
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
         """Store ``jobs``; with ``conn`` in the caller's open transaction."""
-        watching = watchers()
-        if watching:
-            return sent(watching, jobs, lambda rows: self._insert(rows, conn))
+        watchers = watching()
+        if watchers:
+            from .observe import sent
+
+            return sent(watchers, jobs, lambda rows: self._insert(rows, conn))
         return self._insert(jobs, conn)
 
     def _insert(self, jobs: Sequence[NewJob], conn: Any) -> list[int]:
@@ -171,6 +174,20 @@ class Runtime:
         from .store.foreign import insert_on
 
         return insert_on(self.store, conn, jobs)
+
+
+def watching() -> list[Watcher]:
+    """The watchers of enqueues, attempts and ticks (``tickq.observe``); empty, at the
+    cost of two dict lookups, until the app imports OpenTelemetry or an integration
+    registers one: until then not even ``tickq.observe`` is imported."""
+    if "tickq.observe" not in sys.modules and "opentelemetry.trace" not in sys.modules:
+        return NO_WATCHERS
+    from .observe import watchers
+
+    return watchers()
+
+
+NO_WATCHERS: list[Watcher] = []  # never added to: the registry is tickq.observe.WATCHERS
 
 
 def run_hooks(hooks: Sequence[Hook], job: Job) -> None:

@@ -14,7 +14,7 @@ from time import monotonic
 from .cycle import TICK_PATIENCE, run_cycle
 from .job_options import EnqueueOptions
 from .logger import log
-from .observe import running
+from .runtime import watching
 from .store import ScheduleMove
 
 TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
@@ -49,6 +49,10 @@ def run_tick(
         raise ValueError(f"limit must be >= 0, got {limit}")
     if time_budget is not None and time_budget <= 0:
         raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
+    if not watching():
+        return _tick(runtime, limit, time_budget, alerts, patience)
+    from .observe import running
+
     return running("tickq tick", {"tickq.limit": limit},
                    lambda: _tick(runtime, limit, time_budget, alerts, patience))  # fmt: skip
 
