@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from conftest import ROOT, tickq_env
+from conftest import ROOT, run_tickq, tickq_env
 from tickq import FrozenClock, Queue, observe
 from tickq.otel import OtelWatcher
 from workerproc import WorkerProcess, eventually
@@ -310,6 +310,19 @@ def test_the_http_tick_logs_json_lines_and_is_traced(pg_schema_url: str, tmp_pat
     assert by_name["process default"]["status"] == "ERROR"
     assert by_name["process default"]["events"] == ["exception"]
     assert by_name["tickq tick"]["attributes"]["tickq.jobs.failed"] == 1
+
+
+def test_tickq_tick_logs_json_lines_when_asked(db_url: str) -> None:
+    q = Queue(db_url, strict=False)
+    q.migrate()
+    q.enqueue("send_welcome", {"email": "bad@example.com"}, max_attempts=1)
+    done = run_tickq("tick", "apps.traced_app:q", TICKQ_DATABASE_URL=db_url,
+                     TICKQ_LOG_FORMAT="json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(ln) for ln in done.stderr.splitlines()]  # each line one object
+    assert [ln["event"] for ln in lines if "event" in ln] == ["failed", "job_failed"]
+    assert {ln["level"] for ln in lines} >= {"info", "warning", "error"}
+    assert json.loads(done.stdout)["jobs"]["failed"] == 1
 
 
 def post(url: str) -> Any:
