@@ -135,6 +135,20 @@ def test_each_attempt_is_a_transaction_in_the_trace_that_enqueued_it(
         assert attempt["tags"]["tickq.job.attempt"] == str(number)
     [event] = items("event")
     assert event["contexts"]["trace"]["trace_id"] == request.trace_id
+    [web] = [t for t in items("transaction") if t["transaction"] == "POST /signup"]
+    [publish] = [s for s in web["spans"] if s["op"] == "queue.publish"]
+    assert publish["description"] == "send_welcome"
+    assert publish["data"]["messaging.message.id"] == str(job_id)
+    assert publish["data"]["messaging.destination.name"] == "mail"
+    assert attempts[0]["contexts"]["trace"]["parent_span_id"] == publish["span_id"]
+    assert attempts[0]["contexts"]["trace"]["data"]["messaging.message.receive.latency"] >= 0
+
+
+def test_a_tick_is_a_transaction_when_tracing(db_url: str, sentry: Init) -> None:
+    sentry(traces_sample_rate=1.0)
+    failing_queue(db_url).tick()
+    [tick] = [t for t in items("transaction") if t["transaction"] == "tickq tick"]
+    assert tick["contexts"]["trace"]["op"] == "queue.tick"
 
 
 def test_without_the_integration_nothing_is_reported(db_url: str, sentry: Init) -> None:

@@ -115,7 +115,16 @@ class SentryWatcher:
 
     @contextmanager
     def sending(self, jobs: Sequence[NewJob]) -> Iterator[Carrying]:
-        yield Carrying()
+        integration = _integration()
+        scope = sentry_sdk.get_current_scope()
+        if integration is None or not _tracing() or scope.span is None:
+            yield Carrying(integration, None)
+            return
+        name = jobs[0].type if len({job.type for job in jobs}) == 1 else "tickq enqueue"
+        with sentry_sdk.start_span(op="queue.publish", name=name, origin=ORIGIN) as span:
+            span.set_data("messaging.system", "tickq")
+            span.set_data("messaging.destination.name", jobs[0].queue)
+            yield Carrying(integration, span)
 
     @contextmanager
     def attempt(self, job: Job) -> Iterator[Reporting | Quiet]:
@@ -167,15 +176,28 @@ def _transaction(job: Job) -> Any:
     transaction.set_data("messaging.destination.name", job.queue)
     transaction.set_data("messaging.message.id", str(job.id))
     transaction.set_data("messaging.message.retry.count", job.attempts - 1)
+    waited = _queue_wait(job)
+    if waited is not None:
+        transaction.set_data("messaging.message.receive.latency", round(waited * 1000))
     return sentry_sdk.start_transaction(transaction)
 
 
+def _queue_wait(job: Job) -> float | None:
+    """Seconds from when ``job`` was due to its claim (as ``tickq.job.queue_wait``)."""
+    if job.attempted_at is None:
+        return None
+    return max((job.attempted_at - max(job.run_after, job.created_at)).total_seconds(), 0.0)
+
+
 class Carrying:
-    """Sentry's trace headers (``sentry-trace``, ``baggage``) for the job to carry."""
+    """An enqueue's ``queue.publish`` span (Sentry's Queues view reads it), and the trace
+    headers (``sentry-trace``, ``baggage``) for the job to carry."""
+
+    def __init__(self, integration: TickqIntegration | None, span: Any) -> None:
+        self.integration, self.span = integration, span
 
     def carry(self) -> dict[str, str]:
-        integration = _integration()
-        if integration is None or not integration.propagate_traces:
+        if self.integration is None or not self.integration.propagate_traces:
             return {}
         scope = sentry_sdk.get_current_scope()
         if scope.span is None:
@@ -183,7 +205,8 @@ class Carrying:
         return dict(scope.iter_trace_propagation_headers())
 
     def sent(self, ids: Sequence[int]) -> None:
-        pass
+        if self.span is not None and len(ids) == 1:
+            self.span.set_data("messaging.message.id", str(ids[0]))
 
 
 class Quiet:
