@@ -160,6 +160,37 @@ def test_enqueue_async_is_traced_in_the_callers_span(db_url: str, sdk: Sdk) -> N
     assert send.parent.span_id == handler.get_span_context().span_id
 
 
+def test_a_webhook_delivery_is_enqueued_in_a_producer_span(tmp_path: Path, sdk: Sdk) -> None:
+    import hashlib
+    import hmac
+
+    import httpx
+
+    from test_web import serving
+    from tickq.webhooks import HMAC
+
+    secret = "whsec-for-the-otel-test-0123456789"
+    q = Queue(f"sqlite:///{tmp_path / 'hooks.db'}")
+    q.migrate()
+
+    @q.webhook("/hooks/shop", verify=HMAC(secret, header="X-Signature"))
+    def on_order(event: dict[str, Any]) -> None:
+        pass
+
+    body = b'{"order": 7}'
+    signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    with serving(q.asgi_app()) as base:
+        answer = httpx.post(f"{base}/hooks/shop", content=body, timeout=30,
+                            headers={"X-Signature": signature}).json()  # fmt: skip
+    q.process_jobs()
+    [send] = sdk.finished("send default")
+    [process] = sdk.finished("process default")
+    assert send.attributes["messaging.message.id"] == str(answer["job_id"])
+    assert send.attributes["tickq.job.type"] == "on_order"
+    assert process.parent.span_id == send.context.span_id
+    assert set(q.get_job(answer["job_id"]).meta) == {"webhook", "trace"}
+
+
 def test_a_tick_is_a_span_with_its_figures(db_url: str, sdk: Sdk) -> None:
     q = traced_queue(db_url)
     q.enqueue("send_welcome", {"email": "ann@example.com"})
