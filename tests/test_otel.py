@@ -191,6 +191,26 @@ def test_a_webhook_delivery_is_enqueued_in_a_producer_span(tmp_path: Path, sdk: 
     assert set(q.get_job(answer["job_id"]).meta) == {"webhook", "trace"}
 
 
+def test_a_schedule_slot_enqueued_by_a_tick_is_in_the_ticks_trace(db_url: str, sdk: Sdk) -> None:
+    clock = FrozenClock()
+    q = Queue(db_url, clock=clock)
+    q.migrate()
+
+    @q.schedule("*/15 * * * *")
+    def report() -> None:
+        pass
+
+    q.tick()  # first sight: the latest slot is enqueued, and run
+    [tick] = sdk.finished("tickq tick")
+    [send] = sdk.finished("send default")
+    [process] = sdk.finished("process default")
+    assert send.parent.span_id == tick.context.span_id
+    assert process.parent.span_id == send.context.span_id
+    [job] = q.list_jobs(type="report")
+    assert send.attributes["messaging.message.id"] == str(job.id)
+    assert set(job.meta) >= {"schedule", "slot", "trace"}
+
+
 def test_a_tick_is_a_span_with_its_figures(db_url: str, sdk: Sdk) -> None:
     q = traced_queue(db_url)
     q.enqueue("send_welcome", {"email": "ann@example.com"})
