@@ -145,3 +145,12 @@ def running(name: str, attributes: Mapping[str, Any], run: Callable[[], T]) -> T
         for scope in scopes:
             scope.ended(result)
         return result
+
+
+def queue_wait(job: Job) -> float | None:
+    """Seconds from when ``job`` was due (enqueued, for one to run at once; its retry or
+    delay's time otherwise) to its claim, both on the store's clock."""
+    if job.attempted_at is None:
+        return None
+    due = max(job.run_after, job.created_at)
+    return max((job.attempted_at - due).total_seconds(), 0.0)

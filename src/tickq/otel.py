@@ -14,13 +14,13 @@ one message processed alone, which is how tickq runs jobs).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from datetime import datetime
 from weakref import WeakSet
 
 from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from ._version import __version__
+from .observe import queue_wait
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,15 +149,6 @@ class Processing:
             self.watcher.wait.record(waited, labels)
 
 
-def queue_wait(job: Job) -> float | None:
-    """Seconds from when ``job`` was due (enqueued, for one to run at once; its retry or
-    delay's time otherwise) to its claim, both on the store's clock."""
-    if job.attempted_at is None:
-        return None
-    due: datetime = max(job.run_after, job.created_at)
-    return max((job.attempted_at - due).total_seconds(), 0.0)
-
-
 class Running:
     __slots__ = ("name", "span", "watcher")
 
@@ -190,19 +181,33 @@ class QueueGauges:
     def __init__(self, meter: Any) -> None:
         self.stores: WeakSet[Any] = WeakSet()
         self._known: set[str] = set()
+        self._read: dict[str, tuple[int, int]] = {}
+        self._unread: set[int] = set()  # the gauges yet to use ``_read``
         due = "Pending jobs whose run_after has passed, by queue."
         meter.create_observable_gauge("tickq.jobs.due", [self._reading(1)], "{job}", due)
         running = "Jobs running, by queue."
         meter.create_observable_gauge("tickq.jobs.running", [self._reading(2)], "{job}", running)
 
+    def counts(self, which: int) -> dict[str, tuple[int, int]]:
+        """(due, running) by queue: the other gauge of the same collection reuses what one
+        gauge read, so a collection costs one query per store."""
+        if which in self._unread:
+            self._unread.discard(which)
+            return self._read
+        counts: dict[str, tuple[int, int]] = {}
+        for store in list(self.stores):
+            for queue, due, running in store.queue_gauges():
+                was = counts.get(queue, (0, 0))
+                counts[queue] = (was[0] + due, was[1] + running)
+        self._read, self._unread = counts, {1, 2} - {which}
+        self._known.update(counts)
+        return counts
+
     def _reading(self, which: int) -> Any:
         def callback(options: Any) -> list[metrics.Observation]:
-            now: dict[str, int] = {}
-            for store in list(self.stores):
-                for row in store.queue_gauges():
-                    now[row[0]] = now.get(row[0], 0) + row[which]
-            self._known.update(now)
-            return [metrics.Observation(now.get(queue, 0), {"messaging.destination.name": queue})
-                    for queue in sorted(self._known)]  # fmt: skip
+            counts = self.counts(which)
+            return [metrics.Observation(counts.get(q, (0, 0))[which - 1],
+                                        {"messaging.destination.name": q})
+                    for q in sorted(self._known)]  # fmt: skip
 
         return callback

@@ -22,7 +22,7 @@ from sentry_sdk.scope import add_global_event_processor
 from sentry_sdk.tracing import TransactionSource
 from sentry_sdk.utils import event_from_exception
 
-from ..observe import watch
+from ..observe import queue_wait, watch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -176,17 +176,10 @@ def _transaction(job: Job) -> Any:
     transaction.set_data("messaging.destination.name", job.queue)
     transaction.set_data("messaging.message.id", str(job.id))
     transaction.set_data("messaging.message.retry.count", job.attempts - 1)
-    waited = _queue_wait(job)
+    waited = queue_wait(job)
     if waited is not None:
         transaction.set_data("messaging.message.receive.latency", round(waited * 1000))
     return sentry_sdk.start_transaction(transaction)
-
-
-def _queue_wait(job: Job) -> float | None:
-    """Seconds from when ``job`` was due to its claim (as ``tickq.job.queue_wait``)."""
-    if job.attempted_at is None:
-        return None
-    return max((job.attempted_at - max(job.run_after, job.created_at)).total_seconds(), 0.0)
 
 
 class Carrying:
