@@ -20,6 +20,7 @@ import sentry_sdk
 from sentry_sdk.integrations import Integration
 from sentry_sdk.scope import add_global_event_processor
 from sentry_sdk.tracing import TransactionSource
+from sentry_sdk.tracing_utils import has_tracing_enabled
 from sentry_sdk.utils import event_from_exception
 
 from ..observe import queue_wait, watch
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["TickqIntegration"]
 
 ORIGIN = "auto.queue.tickq"
+RUN_OPS = {"tickq tick": "queue.tick"}
+"""The transaction op of each named run (``observe.running``); others are ``function``."""
 REMEMBERED = 4096
 """How many reported (job, attempt) pairs are kept, to fold their log lines in."""
 
@@ -148,8 +151,8 @@ class SentryWatcher:
         if _integration() is None or not _tracing():
             yield Quiet()
             return
-        with sentry_sdk.start_transaction(op="queue.tick" if "tick" in name else "function",
-                                          name=name, source=TransactionSource.TASK,
+        with sentry_sdk.start_transaction(op=RUN_OPS.get(name, "function"), name=name,
+                                          source=TransactionSource.TASK,
                                           origin=ORIGIN):  # fmt: skip
             yield Quiet()
 
@@ -160,9 +163,8 @@ def job_tags(job: Job) -> dict[str, str]:
 
 
 def _tracing() -> bool:
-    return bool(
-        sentry_sdk.get_client().is_active()
-    ) and sentry_sdk.tracing_utils.has_tracing_enabled(sentry_sdk.get_client().options)
+    client = sentry_sdk.get_client()
+    return bool(client.is_active()) and has_tracing_enabled(client.options)
 
 
 def _transaction(job: Job) -> Any:
