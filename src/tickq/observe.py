@@ -52,9 +52,16 @@ def watchers() -> list[Watcher]:
     """The watchers, empty (and false) on the fast path."""
     if not _otel["seen"] and "opentelemetry.trace" in sys.modules:
         _otel["seen"] = True
-        from .otel import OtelWatcher
+        try:
+            from .otel import OtelWatcher
 
-        WATCHERS.insert(0, OtelWatcher())
+            WATCHERS.insert(0, OtelWatcher())
+        except Exception as exc:  # an API too old or broken: jobs still run, untraced
+            from .logger import log
+
+            log.warning("tickq could not start its OpenTelemetry instrumentation (%s: %s); "
+                        "pip install 'tickq[otel]' for a supported opentelemetry-api",
+                        type(exc).__name__, exc)  # fmt: skip
     return WATCHERS
 
 
@@ -145,12 +152,3 @@ def running(name: str, attributes: Mapping[str, Any], run: Callable[[], T]) -> T
         for scope in scopes:
             scope.ended(result)
         return result
-
-
-def queue_wait(job: Job) -> float | None:
-    """Seconds from when ``job`` was due (enqueued, for one to run at once; its retry or
-    delay's time otherwise) to its claim, both on the store's clock."""
-    if job.attempted_at is None:
-        return None
-    due = max(job.run_after, job.created_at)
-    return max((job.attempted_at - due).total_seconds(), 0.0)

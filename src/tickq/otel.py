@@ -20,7 +20,7 @@ from opentelemetry import context, metrics, propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from ._version import __version__
-from .observe import queue_wait
+from .job import queue_wait
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from sentry_sdk.tracing import TransactionSource
 from sentry_sdk.tracing_utils import has_tracing_enabled
 from sentry_sdk.utils import event_from_exception
 
-from ..observe import queue_wait, watch
+from ..job import queue_wait
+from ..observe import watch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
