@@ -211,6 +211,29 @@ def test_a_schedule_slot_enqueued_by_a_tick_is_in_the_ticks_trace(db_url: str, s
     assert set(job.meta) >= {"schedule", "slot", "trace"}
 
 
+def test_enqueue_async_on_the_callers_connection_carries_the_trace(
+    pg_schema_url: str, sdk: Sdk
+) -> None:
+    import psycopg
+
+    q = traced_queue(pg_schema_url)
+
+    async def handle() -> tuple[Any, int]:
+        async with await psycopg.AsyncConnection.connect(pg_schema_url) as conn:
+            with sdk.tracer.start_as_current_span("handler") as handler:
+                job_id = await q.enqueue_async("send_welcome", {"email": "a@x.org"}, conn=conn)
+            await conn.commit()
+        return handler, job_id
+
+    handler, job_id = asyncio.run(handle())
+    q.process_jobs()
+    [send] = sdk.finished("send mail")
+    [process] = sdk.finished("process mail")
+    assert send.parent.span_id == handler.get_span_context().span_id
+    assert send.attributes["messaging.message.id"] == str(job_id)
+    assert process.parent.span_id == send.context.span_id
+
+
 def test_a_tick_is_a_span_with_its_figures(db_url: str, sdk: Sdk) -> None:
     q = traced_queue(db_url)
     q.enqueue("send_welcome", {"email": "ann@example.com"})

@@ -126,16 +126,10 @@ class Enqueueing:
         watchers = watching()
         if not watchers:
             return (await insert_on_async(self._runtime.store, conn, [job]))[0]
-        from contextlib import ExitStack
+        from .observe import sent_async
 
-        from .observe import carrying
-
-        with ExitStack() as stack:  # observe.sent, awaiting the insert
-            scopes = [stack.enter_context(w.sending([job])) for w in watchers]
-            ids = await insert_on_async(self._runtime.store, conn, carrying([job], scopes))
-            for scope in scopes:
-                scope.sent(ids)
-            return ids[0]
+        store = self._runtime.store
+        return (await sent_async(watchers, [job], lambda js: insert_on_async(store, conn, js)))[0]
 
     def enqueue_many(
         self,

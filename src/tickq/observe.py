@@ -24,7 +24,7 @@ from contextlib import ExitStack
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
     from typing import Any, Protocol, TypeVar
 
     from .job import Job, NewJob
@@ -96,6 +96,20 @@ def sent(
         scopes = [stack.enter_context(w.sending(jobs)) for w in watching]
         jobs = carrying(jobs, scopes)
         ids = insert(jobs)
+        for scope in scopes:
+            scope.sent(ids)
+        return ids
+
+
+async def sent_async(
+    watching: Sequence[Watcher],
+    jobs: Sequence[NewJob],
+    insert: Callable[[Sequence[NewJob]], Awaitable[list[int]]],
+) -> list[int]:
+    """``sent`` for an insert to await (``enqueue_async`` on the caller's connection)."""
+    with ExitStack() as stack:
+        scopes = [stack.enter_context(w.sending(jobs)) for w in watching]
+        ids = await insert(carrying(jobs, scopes))
         for scope in scopes:
             scope.sent(ids)
         return ids
