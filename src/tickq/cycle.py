@@ -12,6 +12,7 @@ from .execute import execute
 from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
 from .outbox import Outbox
+from .runtime import watching
 from .signals import noting_signals
 from .store import RECORDED_FIELDS, Recorded
 from .trouble import worth_retrying as _worth_retrying
@@ -79,6 +80,10 @@ def run_cycle(
     report = new_report()
     runtime.flush_outbox()  # before any rescue: they are this process's, finished
     runtime.declare_limits()
+    if watching():
+        from .observe import queues as watch_queues
+
+        watch_queues(runtime.store)
     rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     jobs = _claim(runtime, 1, queues, report) if limit else []

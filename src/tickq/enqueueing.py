@@ -131,9 +131,16 @@ class Enqueueing:
             import asyncio
 
             return (await asyncio.to_thread(self._runtime.insert, [job]))[0]
+        from .runtime import watching
         from .store.foreign import insert_on_async
 
-        return (await insert_on_async(self._runtime.store, conn, [job]))[0]
+        watchers = watching()
+        if not watchers:
+            return (await insert_on_async(self._runtime.store, conn, [job]))[0]
+        from .observe import sent_async
+
+        store = self._runtime.store
+        return (await sent_async(watchers, [job], lambda js: insert_on_async(store, conn, js)))[0]
 
     def enqueue_many(
         self,

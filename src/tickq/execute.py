@@ -9,6 +9,7 @@ from .errors import Cancel, JobTimeout, Retry, Snooze
 from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
+from .runtime import watching
 from .signals import raised_by_signal
 from .store import Outcome
 
@@ -18,7 +19,10 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
     from typing import Any
 
+    from .observe import Attempt
     from .registry import JobDefinition
+
+    Seen = Attempt | None
 
 MAX_ERROR_CHARS = 8000
 UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
@@ -27,6 +31,18 @@ UNKNOWN_TYPE_BACKOFF = steps((60, 300, 1800))
 def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list[str]]) -> Outcome:
     """Run ``job`` with its handler and map the result or exception to an ``Outcome``:
     one of ``job.OUTCOMES``, the transitions ``store.record`` applies."""
+    watchers = watching()
+    if not watchers:
+        return _execute(job, definition, known, None)
+    from .observe import Attempt
+
+    with Attempt(watchers, job) as attempt:
+        return attempt.ended(_execute(job, definition, known, attempt))
+
+
+def _execute(
+    job: Job, definition: JobDefinition | None, known: Callable[[], list[str]], seen: Seen
+) -> Outcome:
     started = perf_counter()
     if stop_requested(job):
         return _not_started(job, started)
@@ -41,6 +57,8 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit too: the job's
         if raised_by_signal(exc):
             raise  # from a signal's handler (Ctrl-C, a server's sys.exit): the process stops
+        if seen is not None:
+            seen.raised = exc
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)
@@ -49,6 +67,16 @@ def execute(job: Job, definition: JobDefinition | None, known: Callable[[], list
 
 async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
     """``execute`` for an ``async def`` job, awaited on the caller's running event loop."""
+    watchers = watching()
+    if not watchers:
+        return await _execute_async(job, definition, None)
+    from .observe import Attempt
+
+    with Attempt(watchers, job) as attempt:
+        return attempt.ended(await _execute_async(job, definition, attempt))
+
+
+async def _execute_async(job: Job, definition: JobDefinition, seen: Seen) -> Outcome:
     started = perf_counter()
     if stop_requested(job):
         return _not_started(job, started)
@@ -64,6 +92,8 @@ async def execute_async(job: Job, definition: JobDefinition) -> Outcome:
         cancelled = type(exc).__name__ == "CancelledError"  # asyncio's, not imported here
         if raised_by_signal(exc) or (cancelled and not stop_requested(job)):
             raise  # a real signal, or this task cancelled from outside (lease lost, shutdown)
+        if seen is not None:
+            seen.raised = exc
         return settle(job, definition, exc, started)
     finally:
         _current.reset(token)

@@ -188,6 +188,15 @@ def out_of_attempts(attempts: int, max_attempts: int) -> bool:
     return attempts >= max_attempts
 
 
+def queue_wait(job: Job) -> float | None:
+    """Seconds from when ``job`` was due (enqueued, for one to run at once; its retry or
+    delay's time otherwise) to its claim, both on the store's clock."""
+    if job.attempted_at is None:
+        return None
+    due = max(job.run_after, job.created_at)
+    return max((job.attempted_at - due).total_seconds(), 0.0)
+
+
 JOB_FIELDS = (
     "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
     "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",

@@ -96,6 +96,12 @@ class StatsQueries(Plumbing):
         due = self._query("due_summary", now=self._now())[0][0]
         return int(due), self._decode_ts(self._query("next_due")[0][0])
 
+    def queue_gauges(self) -> list[tuple[str, int, int]]:
+        """(queue, jobs due now, jobs running) for each queue holding pending or running
+        jobs: the OpenTelemetry gauges' reading."""
+        return [(q, int(due), int(running))
+                for q, due, running in self._query("queue_gauges", now=self._now())]  # fmt: skip
+
 
 def summarise_totals(rows: Sequence[TotalsRow]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(processed[queue][type][outcome] = attempts, duration_seconds[queue][type] =

@@ -336,6 +336,11 @@ DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
 
+-- name: queue_gauges
+-- Per queue with pending or running jobs: how many are due now, how many are running.
+SELECT queue, sum(status = 'pending' AND run_after <= :now), sum(status = 'running')
+FROM tickq_jobs WHERE status IN ('pending', 'running') GROUP BY queue
+
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
 -- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
