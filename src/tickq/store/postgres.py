@@ -296,6 +296,9 @@ class PostgresStore(PostgresHorizon, SqlStore):
                 conn.execute("SELECT 1")
                 checked = monotonic()
 
+    def _undurable_statements(self) -> list[Statement]:
+        return [("commit_unflushed", {})]
+
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         # Array literals lined up with :ids (ascending), each job's element read by
         # subscript in finish (psycopg's list dumper costs ~0.5 µs an element); a column

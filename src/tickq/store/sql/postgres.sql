@@ -92,6 +92,14 @@ WHERE id = ANY(ARRAY(
     SELECT tickq_due_ahead(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
 RETURNING {claimed_columns}
 
+-- name: commit_unflushed
+-- First in a round trip whose commit need only survive this process being killed, not the
+-- server losing power (record_and_claim's durable=False: a tick's or process_jobs' commits
+-- before its last). The commit then does not wait for the WAL to reach the disk; it is
+-- visible and kept as any other, and the next synchronous commit flushes it with its own.
+-- Local to the round trip's transaction (safe behind a transaction pooler).
+SELECT set_config('synchronous_commit', 'off', true)
+
 -- name: started
 -- Claimed jobs that the worker started: a rescue now counts their attempt.
 UPDATE tickq_jobs SET ahead = 0
