@@ -544,6 +544,21 @@ def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[O
     return list(first.values()), later
 
 
+def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[int]:
+    """Line the returned (id, unique_key) rows of one statement's jobs up with the input;
+    clashes get existing ids. Ids come from one sequence in statement order, so sorted ids
+    follow the input order."""
+    inserted = sorted(rows)
+    ids, i = [], 0
+    for job in jobs:
+        if i < len(inserted) and (job.unique_key is None or inserted[i][1] == job.unique_key):
+            ids.append(int(inserted[i][0]))
+            i += 1
+        else:
+            ids.append(store._existing_or_new(job, []))
+    return ids
+
+
 def released_error(job: Job, grace: float | None) -> str:
     """The error of a ``released`` history row: a run cut short at shutdown."""
     waited = f"the worker's grace of {grace:g}s ran out" if grace is not None else "it stopped"

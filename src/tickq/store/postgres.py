@@ -18,7 +18,7 @@ from ..errors import UNREACHABLE, ConfigurationError, DatabaseUnavailable, Schem
 from ..job import Job, NewJob
 from ..logger import log
 from ..redact import redact_url, url_location
-from .base import CHUNK, SqlStore, decisions, id_of, released_error
+from .base import CHUNK, SqlStore, decisions, id_of, match_inserted, released_error
 from .horizon import PostgresHorizon
 from .pgerrors import reason_of, too_large, unavailable
 from .pooler import guess_pooler, split_pooler
@@ -426,22 +426,6 @@ def text_array(texts: Sequence[str | None]) -> str:
         )
         + "}"
     )
-
-
-def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[int]:
-    """Line the returned (id, unique_key) rows up with the input; clashes get existing ids.
-
-    Ids come from one sequence in statement order, so sorted ids follow the input order.
-    """
-    inserted = sorted(rows)
-    ids, i = [], 0
-    for job in jobs:
-        if i < len(inserted) and (job.unique_key is None or inserted[i][1] == job.unique_key):
-            ids.append(int(inserted[i][0]))
-            i += 1
-        else:
-            ids.append(store._existing_or_new(job, []))
-    return ids
 
 
 def parse_note(payload: str) -> tuple[str, float]:

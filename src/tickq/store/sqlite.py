@@ -16,7 +16,7 @@ from ..errors import (
     DatabaseUnavailable,
     SchemaMissing,
 )
-from .base import SqlStore, decisions, released_error
+from .base import SqlStore, decisions, match_inserted, released_error
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..clock import Clock
-    from ..job import Job
+    from ..job import Job, NewJob
     from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome, Recorded, Rescued, ScheduleMove
 
@@ -349,6 +349,22 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             "next_status": status, "attempt_change": attempt_change,
             "snooze_change": snooze_change, "finishes": finishes, "counted": counted,
         }  # fmt: skip
+
+    def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
+        if len(jobs) == 1:
+            return super()._insert_chunk(jobs)
+        # The rows go in by executemany (its loop is sqlite3's own, not a statement run
+        # from Python per job), then the ids are read back: new ones are above the last id
+        # before (AUTOINCREMENT), and no other writer can add rows inside this transaction.
+        now = self._now()
+        rows = [self._insert_params(j, now) for j in jobs]
+        with self._errors():
+            conn = self._connection()
+            with self._transaction(conn):
+                since = conn.execute(self._sql["last_job_id"]).fetchone()[0]
+                conn.executemany(self._sql["insert_without_id"], rows)
+                inserted = conn.execute(self._sql["inserted_since"], {"since": since}).fetchall()
+        return match_inserted(self, jobs, inserted)
 
     def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
         # finish returns the jobs it left (no settled read after it): no wake-up to send

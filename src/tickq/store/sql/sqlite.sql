@@ -9,6 +9,22 @@ VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, 
 ON CONFLICT DO NOTHING
 RETURNING id
 
+-- name: insert_without_id
+-- insert for executemany (which returns no rows): enqueue_many's jobs (see last_job_id).
+INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                        unique_key, unique_scope, meta, created_at, updated_at)
+VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
+        :unique_key, :unique_scope, :meta, :now, :now)
+ON CONFLICT DO NOTHING
+
+-- name: last_job_id
+-- The highest id before enqueue_many inserts its jobs in the same write transaction: every
+-- row above it is one of them (ids come from AUTOINCREMENT, in insertion order).
+SELECT COALESCE(max(id), 0) FROM tickq_jobs
+
+-- name: inserted_since
+SELECT id, unique_key FROM tickq_jobs WHERE id > :since ORDER BY id
+
 -- name: claim
 -- Claimed to start at once: marked 1 (unconfirmed) like a claim ahead until the next round
 -- trip says it started (or records its outcome), so a process killed between this commit
