@@ -78,7 +78,7 @@ def test_a_sqlite_migration_missing_from_the_schema_file_fails_with_a_diff(
     expected = sqlite_of_record(tmp_path / "of_record.db")
     steps = [*migrations("sqlite"), ADDED_COLUMN]
     problems = mismatch(expected, sqlite_migrated(tmp_path / "migrated.db", steps), "sqlite")
-    assert "+table tickq_jobs column 27 forgotten TEXT" in problems.splitlines()
+    assert "+table tickq_jobs column 28 forgotten TEXT" in problems.splitlines()
     assert "update it" in problems
 
 
@@ -160,7 +160,7 @@ def test_a_postgres_migration_missing_from_the_schema_file_fails_with_a_diff(
     steps = [*migrations("postgres"), ADDED_COLUMN, (1000, "1000_function", changed_function)]
     problems = mismatch(pg_of_record(of_record), pg_migrated(by_migrations, steps), "postgres")
     lines = problems.splitlines()
-    assert "+table tickq_jobs column 26 forgotten text" in lines
+    assert "+table tickq_jobs column 27 forgotten text" in lines
     assert "-function tickq_due_ahead 011: and (queues is null or queue = any(queues)) " \
         "and ahead < 2" in lines  # fmt: skip
     assert "+function tickq_due_ahead 011: and (queues is null or queue = any(queues)) " \

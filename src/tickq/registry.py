@@ -6,6 +6,7 @@ The facade fills a ``Registry``; the drivers (cycle, pool, worker) only read it.
 
 from __future__ import annotations
 
+from .controls import concurrency_key_of
 from .errors import ConfigurationError
 from .job import Frozen
 from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions, JobOptions, check_job_type
@@ -80,6 +81,7 @@ class JobDefinition(Frozen):
         max_snooze: timedelta | None
         concurrency: int | None
         rate_limit: str | None
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None
         limit: Limit | None
 
     def __new__(
@@ -110,6 +112,12 @@ class JobDefinition(Frozen):
             raise TypeError(
                 f"payload does not fit job {self.name!r}{signature_text(self.fn)}: {problem}"
             )
+
+    def key_of(self, payload: Mapping[str, Any]) -> str | None:
+        """The concurrency key of a job with ``payload`` (None: the type has none); raises
+        ``TypeError`` naming the job and the value at fault."""
+        key = self.options.concurrency_key
+        return None if key is None else concurrency_key_of(self.name, key, payload)
 
     def unfit(self, payload: Mapping[str, Any]) -> str | None:
         """What keeps the function from ever taking ``payload`` as keywords, or None."""
@@ -195,9 +203,24 @@ def define(f: Callable[..., Any], options: JobOptions) -> JobDefinition:
         (name for name, _, _, note in params if note in (JobContext, "JobContext")), None
     )
     accepted, required = payload_names(params, context_param)
+    check_key_field(job_name, options.concurrency_key, accepted, context_param)
     named = options if options.name == job_name else options.replace(name=job_name)
     return JobDefinition(fn=f, options=named, is_async=is_async(f), context_param=context_param,
                          accepted=accepted, required=required)  # fmt: skip
+
+
+def check_key_field(
+    job_name: str, key: object, accepted: frozenset[str] | None, context_param: str | None
+) -> None:
+    """Raise ``ConfigurationError`` if ``concurrency_key`` names a field the job can't take."""
+    if not isinstance(key, str) or (accepted is None and key != context_param):
+        return
+    if key not in (accepted or ()):
+        raise ConfigurationError(
+            f"concurrency_key {key!r} of job {job_name!r} is not one of its parameters "
+            f"({', '.join(sorted(accepted or ())) or 'none'}); name a payload field it takes, "
+            "or pass a function of the payload"
+        )
 
 
 def check_no_arguments_needed(definition: JobDefinition) -> None:

@@ -35,6 +35,9 @@ SYNCHRONOUS = ("off", "normal", "full", "extra")
 LIMITS_LOOK = 1.0
 """Seconds between looks at whether any job type is limited (a claim of a limited type's
 jobs costs a few statements more, so a process without any skips them)."""
+KEY_LOOKS = 64
+"""A keyed type's claim looks at most this many keys more than the jobs it wants: a key at
+its limit costs one look, and the next claim goes on from where this one stopped."""
 WAIT_STEP = 0.1
 """A write waits for another writer's lock in steps this long, looking between them for a
 lock the calling thread holds itself (which no wait can end)."""
@@ -266,19 +269,56 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         epoch = datetime.fromisoformat(params["now"]).timestamp()
         rows: Rows = []
         left = params["limit"]
-        for (job_type,) in conn.execute(self._sql["limited_types"]).fetchall():
+        for job_type, keyed in conn.execute(self._sql["limited_types"]).fetchall():
             if left <= 0:
                 break
             typed = {**params, "type": job_type, "limit": left, "epoch": epoch}
-            got = conn.execute(self._sql["claim_limited"], typed).fetchall()
-            if got:
-                starts = {"type": job_type, "epoch": epoch, "ids": dumps([r[0] for r in got])}
-                conn.execute(self._sql["forget_starts"], starts)
-                conn.execute(self._sql["record_starts"], starts)
-                rows.extend(got)
-                left -= len(got)
+            got = (
+                self._claim_keyed(conn, typed) if keyed
+                else self._claim_some(conn, "claim_limited", typed, None)
+            )  # fmt: skip
+            rows.extend(got)
+            left -= len(got)
         if left > 0:
             rows.extend(conn.execute(self._sql["claim"], {**params, "limit": left}).fetchall())
+        return rows
+
+    def _claim_some(
+        self, conn: sqlite3.Connection, name: str, params: dict[str, Any], key: str | None
+    ) -> Rows:
+        """Run claim statement ``name``; record the starts of the jobs it claimed."""
+        got = conn.execute(self._sql[name], {**params, "key": key}).fetchall()
+        if got:
+            starts = {"type": params["type"], "epoch": params["epoch"], "key": key,
+                      "ids": dumps([r[0] for r in got])}  # fmt: skip
+            conn.execute(self._sql["forget_starts"], starts)
+            conn.execute(self._sql["record_starts"], starts)
+        return got
+
+    def _claim_keyed(self, conn: sqlite3.Connection, params: dict[str, Any]) -> Rows:
+        """A keyed type's due jobs, as many as each key's limits allow, keys taking turns:
+        from the key after the one where its last claim stopped, around to that one, for
+        at most ``KEY_LOOKS`` keys more than wanted (the next claim goes on from there)."""
+        job_type, left = params["type"], params["limit"]
+        cursor = conn.execute(self._sql["key_cursor"], {"type": job_type}).fetchone()
+        start = cursor[0] if cursor else None
+        key, last, wrapped, looks = start, start, False, KEY_LOOKS + left
+        rows: Rows = []
+        while left > 0 and looks > 0:
+            key = conn.execute(self._sql["next_key"], {"type": job_type, "after": key}).fetchall()[0][0]
+            if key is None:
+                if wrapped or start is None:
+                    break
+                wrapped = True
+                continue
+            if wrapped and key > start:  # BINARY collation: code point order, as in Python
+                break
+            looks, last = looks - 1, key
+            got = self._claim_some(conn, "claim_keyed", {**params, "limit": left}, key)
+            rows.extend(got)
+            left -= len(got)
+        if last != start:
+            conn.execute(self._sql["move_key_cursor"], {"type": job_type, "key": last})
         return rows
 
     def listen(
