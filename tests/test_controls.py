@@ -137,7 +137,9 @@ def test_a_type_registered_after_the_first_claim_declares_its_limit(queue: Queue
 
     queue.process_jobs()
     assert queue._store.limits() == {"later": Limit(1, None, None)}
-    assert queue.stats()["limits"] == {"later": {"concurrency": 1, "rate_limit": None}}
+    assert queue.stats()["limits"] == {
+        "later": {"concurrency": 1, "rate_limit": None, "per_key": False}
+    }
 
 
 def test_pause_refuses_a_bad_queue_name(queue: Queue) -> None:
