@@ -92,12 +92,8 @@ def three_workers(db_url: str, tmp_path: Path) -> list[Any]:
     """Three workers of 8 slots, each on its own queue: a key's jobs are spread over the
     three queues, so all three claim every key, and only the limit, checked in the
     database, keeps a key to one running job between them."""
-    return [
-        w
-        for i in (1, 2, 3)
-        for w in workers(1, db_url, tmp_path, "--queues", f"q{i}", "--concurrency", "8",
-                         "--poll-interval", POLL)  # fmt: skip
-    ]
+    args = ("--concurrency", "8", "--poll-interval", POLL)
+    return [w for i in (1, 2, 3) for w in workers(1, db_url, tmp_path, "--queues", f"q{i}", *args)]
 
 
 def run_five_keys_of_twenty(

@@ -36,6 +36,7 @@ from tickq.job_options import (
 from tickq.registry import JobDefinition, JobFunction
 from tickq.webhooks import HMAC
 
+
 def sample_key(payload: dict[str, Any]) -> str:
     """A ``concurrency_key`` function (a field name is checked against the job's signature,
     which differs between the entry points here)."""

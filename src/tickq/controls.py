@@ -104,7 +104,8 @@ def job_limit(concurrency: Any, rate_limit: Any, concurrency_key: Any = None) ->
                 "one key start per period) too"
             )
         return None
-    return Limit(most, *(rate or (None, None)), keyed)
+    count, per = rate or (None, None)
+    return Limit(most, count, per, keyed)
 
 
 MAX_KEY_BYTES = 1000
@@ -118,7 +119,7 @@ def check_concurrency_key(value: Any) -> Any:
         return value
     if type(value) is not str or not value.isidentifier():
         raise ConfigurationError(
-            "concurrency_key must be the name of a payload field (e.g. \"account_id\") or a "
+            'concurrency_key must be the name of a payload field (e.g. "account_id") or a '
             f"function of the payload returning a str, got {type(value).__name__}: {value!r}"
         )
     return value

@@ -73,9 +73,7 @@ def test_a_dead_workers_key_slot_comes_back_when_its_lease_runs_out(
     assert keys(store.claim(OWNER, 10, LEASE)) == {"a": 1}
 
 
-def test_a_rate_limit_per_key_counts_each_keys_starts(
-    store: SqlStore, clock: FrozenClock
-) -> None:
+def test_a_rate_limit_per_key_counts_each_keys_starts(store: SqlStore, clock: FrozenClock) -> None:
     store.declare_limits({"sync": Limit(None, 2, 1.0, keyed=True)})
     store.insert([keyed_job(k) for k in "aaaabbbb"])
     first = store.claim(OWNER, 10, LEASE)
