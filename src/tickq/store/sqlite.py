@@ -125,7 +125,7 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             message = str(exc)
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 self.tend_wal(full=True)  # give the log's space back for the next try
-            if "no such table" in message or "no such column" in message:
+            if any(m in message for m in ("no such table", "no such column", "has no column")):
                 raise SchemaMissing(
                     f"tickq's tables are missing or not up to date in {self.path} ({message}); "
                     "run q.migrate() or `tickq migrate APP` first"
