@@ -148,3 +148,21 @@ def test_stats_and_describe_say_per_key(q: Queue) -> None:
     q.process_jobs()
     assert q.stats()["limits"] == {"sync": {"concurrency": 2, "rate_limit": "5/m", "per_key": True}}
     assert q._store.limits()["sync"].describe() == "concurrency 2, rate 5/m per key"
+
+
+def test_a_schedule_of_a_type_keyed_by_a_payload_field_is_refused(q: Queue) -> None:
+    @q.job(concurrency=1, concurrency_key="account_id")
+    def sync(account_id: str = "all") -> None: ...
+
+    message = (
+        "scheduled job 'sync' is limited per key, but a schedule's jobs have an empty payload "
+        "(job 'sync' is limited per 'account_id' (its concurrency_key), but the payload has "
+        "no 'account_id' (keys: []); pass account_id=...)"
+    )
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        q.schedule("0 3 * * *", name="nightly")(sync)
+
+    @q.job(concurrency=1, concurrency_key=lambda payload: payload.get("account_id", "all"))
+    def sweep(account_id: str = "all") -> None: ...
+
+    q.schedule("0 3 * * *", name="sweep")(sweep)  # a function with a key for {} is fine

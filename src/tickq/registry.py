@@ -232,6 +232,14 @@ def check_no_arguments_needed(definition: JobDefinition) -> None:
             f"scheduled job {definition.name!r} is called with no arguments, but its "
             "function requires some; give them defaults (a JobContext parameter is fine)"
         ) from None
+    try:
+        definition.key_of({})
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"scheduled job {definition.name!r} is limited per key, but a schedule's jobs "
+            f"have an empty payload ({exc}); give it a concurrency_key function that returns "
+            "a key for an empty payload too"
+        ) from None
 
 
 class JobFunction(_Generic[P, R]):
