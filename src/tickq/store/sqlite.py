@@ -305,8 +305,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         key, last, wrapped, looks = start, start, False, KEY_LOOKS + left
         rows: Rows = []
         while left > 0 and looks > 0:
-            after = {"type": job_type, "after": key}
-            key = conn.execute(self._sql["next_key"], after).fetchall()[0][0]
+            step = "first_key" if key is None else "next_key"
+            key = conn.execute(self._sql[step], {"type": job_type, "after": key}).fetchall()[0][0]
             if key is None:
                 if wrapped or start is None:
                     break

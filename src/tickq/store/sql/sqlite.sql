@@ -86,11 +86,15 @@ WHERE id IN (
 RETURNING {claimed_columns}
 
 -- name: next_key
--- The first key after :after (NULL: the first key) among a keyed type's pending jobs: one
--- probe of tickq_jobs_keyed, however many jobs a key has.
+-- The first key after :after among a keyed type's pending jobs: one probe of
+-- tickq_jobs_keyed, however many jobs a key has (first_key: with no :after; one statement
+-- with ":after IS NULL OR" would scan every key's jobs).
+SELECT min(concurrency_key) FROM tickq_jobs
+WHERE status = 'pending' AND type = :type AND concurrency_key > :after
+
+-- name: first_key
 SELECT min(concurrency_key) FROM tickq_jobs
 WHERE status = 'pending' AND type = :type AND concurrency_key IS NOT NULL
-  AND (:after IS NULL OR concurrency_key > :after)
 
 -- name: key_cursor
 SELECT key FROM tickq_key_cursors WHERE type = :type

@@ -49,9 +49,15 @@ DECLARE
 BEGIN
     LOOP
         EXIT WHEN lim <= 0 OR looks <= 0;
-        k := (SELECT min(j.concurrency_key) FROM tickq_jobs j
-              WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key IS NOT NULL
-                AND (k IS NULL OR j.concurrency_key > k));
+        -- Two statements, not "k IS NULL OR key > k": a cached generic plan of that scans
+        -- every pending job of the type for the minimum.
+        IF k IS NULL THEN
+            k := (SELECT min(j.concurrency_key) FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key IS NOT NULL);
+        ELSE
+            k := (SELECT min(j.concurrency_key) FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key > k);
+        END IF;
         IF k IS NULL THEN
             EXIT WHEN wrapped OR start IS NULL;
             wrapped := true;
