@@ -114,3 +114,18 @@ def test_types_without_a_key_are_limited_as_before_beside_a_keyed_one(store: Sql
     assert Counter(j.type for j in claimed) == {"sync": 2, "send": 1, "free": 2}
     assert store.limits()["sync"] == ONE_PER_KEY and store.limits()["send"].keyed is False
     assert {j.status for j in claimed} == {JobState.RUNNING}
+
+
+def test_a_claim_looks_at_a_bounded_number_of_keys_and_the_next_goes_on_from_there(
+    store: SqlStore,
+) -> None:
+    store.declare_limits({"sync": ONE_PER_KEY})
+    full = [f"k{n:03}" for n in range(100) if n != 80]
+    store.insert([keyed_job(k) for k in full])
+    assert len(store.claim(OWNER, 200, LEASE)) == 99  # every key but k080 at its limit
+    store.insert([keyed_job(k) for k in full] + [keyed_job("k080")])
+    # From the key after the last one seen (k099): around to k000, then 65 keys at their
+    # limit (64 more than the one job wanted): this claim stops there, empty-handed...
+    assert store.claim(OWNER, 1, LEASE) == []
+    # ...and the next goes on from k065, reaching k080.
+    assert keys(store.claim(OWNER, 1, LEASE)) == {"k080": 1}
