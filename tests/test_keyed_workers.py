@@ -88,11 +88,11 @@ def done_of(q: Queue, job_type: str) -> int:
     return len(q.list_jobs("done", type=job_type, limit=1000))
 
 
-def three_workers(db_url: str, tmp_path: Path) -> list[Any]:
-    """Three workers of 8 slots, each on its own queue: a key's jobs are spread over the
-    three queues, so all three claim every key, and only the limit, checked in the
+def three_workers(db_url: str, tmp_path: Path, slots: int = 8) -> list[Any]:
+    """Three workers of ``slots`` slots, each on its own queue: a key's jobs are spread over
+    the three queues, so all three claim every key, and only the limit, checked in the
     database, keeps a key to one running job between them."""
-    args = ("--concurrency", "8", "--poll-interval", POLL)
+    args = ("--concurrency", str(slots), "--poll-interval", POLL)
     return [w for i in (1, 2, 3) for w in workers(1, db_url, tmp_path, "--queues", f"q{i}", *args)]
 
 
@@ -216,3 +216,30 @@ def test_sampler_sees_running_jobs(db_url: str) -> None:
     with RunningSampler(q, "per_account") as sampler:
         time.sleep(0.1)
     assert sampler.most["acme"] == 2
+
+
+@pytest.mark.timeout(150)
+def test_jobs_short_enough_to_be_claimed_ahead_still_run_one_per_key(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Jobs of a millisecond, more keys than slots: the workers claim jobs ahead of their
+    free slots (a keyed type with only a concurrency limit may be), and one waiting in a
+    worker's line counts as running for its key, so no key ever has two running, in the
+    ledger or in the database."""
+    q = keyed_queue(db_url)
+    many = [f"acct{n:02}" for n in range(30)]
+    procs = three_workers(db_url, tmp_path, slots=2)
+    with RunningSampler(q, "per_account") as sampler:
+        try:
+            q.enqueue_many([("per_account", {"account": k, "seconds": 0.001},
+                             {"queue": f"q{(n + i) % 3 + 1}"})
+                            for n in range(10) for i, k in enumerate(many)])  # fmt: skip
+            eventually(lambda: done_of(q, "per_account") == 300, timeout=90, what="300 jobs")
+        finally:
+            stop(procs)
+    by_key = spans_by_key(tmp_path, "per_account")
+    assert sorted(by_key) == many and all(len(s) == 10 for s in by_key.values())
+    for key, spans in by_key.items():
+        assert most_at_once(spans) == 1, f"two jobs of {key} ran at once"
+    assert sampler.samples > 5 and max(sampler.most.values()) == 1, dict(sampler.most)
+    assert all(j.attempts == 1 for j in q.list_jobs("done", limit=300))

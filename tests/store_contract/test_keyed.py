@@ -15,6 +15,7 @@ from tickq.store import Outcome, SqlStore
 from .conftest import LEASE, OWNER, claim_ahead, new_job
 
 ONE_PER_KEY = Limit(1, None, None, keyed=True)
+TWO_AT_ONCE = Limit(2, None, None)
 
 
 def keyed_job(
@@ -129,3 +130,20 @@ def test_a_claim_looks_at_a_bounded_number_of_keys_and_the_next_goes_on_from_the
     assert store.claim(OWNER, 1, LEASE) == []
     # ...and the next goes on from k065, reaching k080.
     assert keys(store.claim(OWNER, 1, LEASE)) == {"k080": 1}
+
+
+def test_a_keyed_type_with_only_a_concurrency_limit_is_claimed_ahead_within_each_keys_room(
+    store: SqlStore,
+) -> None:
+    store.declare_limits({"sync": Limit(2, None, None, keyed=True)})
+    store.insert([keyed_job(k) for k in "aaabbc"])
+    assert keys(claim_ahead(store, 10)) == {"a": 2, "b": 2, "c": 1}  # waiting in line counts
+    assert store.claim(OWNER, 10, LEASE) == [] and claim_ahead(store, 10) == []
+    assert {j.payload["k"] for j in store.list_jobs("pending")} == {"a"}
+
+
+def test_a_keyed_type_with_a_rate_limit_is_never_claimed_ahead(store: SqlStore) -> None:
+    store.declare_limits({"sync": Limit(5, 10, 1.0, keyed=True), "send": TWO_AT_ONCE})
+    store.insert([keyed_job("a"), new_job("send"), new_job("free")])
+    assert [j.type for j in claim_ahead(store, 10)] == ["free"]  # a start counts at its claim
+    assert Counter(j.type for j in store.claim(OWNER, 10, LEASE)) == {"sync": 1, "send": 1}

@@ -241,7 +241,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             return [self._execute(conn, self._sql[name], params)]
         with self._transaction(conn):
             return [
-                self._claim_limited(conn, p) if limited and name == "claim"
+                self._claim_limited(conn, p, name == "claim_ahead")
+                if limited and name in ("claim", "claim_ahead")
                 else conn.execute(self._sql[name], p).fetchall()
                 for name, p in statements
             ]  # fmt: skip
@@ -249,12 +250,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _limits_hint(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> bool:
         """Whether a claim among ``statements`` should look for jobs of limited types: read
         from the database at most every ``LIMITS_LOOK`` seconds. A stale answer is safe:
-        the plain claim never takes a limited type's job, and ``claim_limited`` reads the
+        the plain claims never take a limited type's job, and ``claim_limited`` reads the
         limits themselves in its transaction."""
         now = monotonic()
+        claims = any(name in ("claim", "claim_ahead") for name, _ in statements)
         if now < self._limits_looked + LIMITS_LOOK:
-            return self._limits_seen and any(name == "claim" for name, _ in statements)
-        if not any(name == "claim" for name, _ in statements):
+            return self._limits_seen and claims
+        if not claims:
             return False
         self._limits_seen = bool(self._execute(conn, self._sql["any_limits"])[0][0])
         self._limits_looked = now
@@ -263,16 +265,22 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _limits_declared(self) -> None:
         self._limits_seen, self._limits_looked = True, monotonic()
 
-    def _claim_limited(self, conn: sqlite3.Connection, params: dict[str, Any]) -> Rows:
+    def _claim_limited(
+        self, conn: sqlite3.Connection, params: dict[str, Any], ahead: bool = False
+    ) -> Rows:
         """The claim, in a transaction: jobs of each limited type first, as many as its
-        limits allow now (their starts recorded for rate limits), then the others."""
+        limits allow now (their starts recorded for rate limits), then the others. A claim
+        ``ahead`` takes only keyed types with no rate limit among the limited ones (a job
+        waiting in line counts as running for its key; a start would count too early)."""
         epoch = datetime.fromisoformat(params["now"]).timestamp()
         rows: Rows = []
         left = params["limit"]
-        for job_type, keyed in conn.execute(self._sql["limited_types"]).fetchall():
+        for job_type, keyed, rate in conn.execute(self._sql["limited_types"]).fetchall():
             if left <= 0:
                 break
-            typed = {**params, "type": job_type, "limit": left, "epoch": epoch}
+            if ahead and not (keyed and rate is None):
+                continue
+            typed = {**params, "type": job_type, "limit": left, "epoch": epoch, "ahead": ahead}
             got = (
                 self._claim_keyed(conn, typed) if keyed
                 else self._claim_some(conn, "claim_limited", typed, None)
@@ -280,7 +288,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             rows.extend(got)
             left -= len(got)
         if left > 0:
-            rows.extend(conn.execute(self._sql["claim"], {**params, "limit": left}).fetchall())
+            plain = "claim_ahead" if ahead else "claim"
+            rows.extend(conn.execute(self._sql[plain], {**params, "limit": left}).fetchall())
         return rows
 
     def _claim_some(

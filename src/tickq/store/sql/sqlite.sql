@@ -62,7 +62,8 @@ RETURNING {claimed_columns}
 
 -- name: claim_keyed
 -- The due jobs of one key (:key) of a keyed type, as many as the key's limits allow now
--- (as claim_limited, counting that key's running jobs and starts only).
+-- (as claim_limited, counting that key's running jobs and starts only). :ahead = 1: for
+-- a claim ahead (jobs once refunded are skipped; marked 1 either way).
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
@@ -71,7 +72,7 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND type = :type AND concurrency_key = :key
-      AND run_after <= :now
+      AND run_after <= :now AND (:ahead = 0 OR ahead < 2)
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
     ORDER BY priority DESC, run_after, id
@@ -117,7 +118,7 @@ WHERE type = :type
   AND at <= :epoch - COALESCE((SELECT per FROM tickq_limits WHERE type = :type), 0)
 
 -- name: limited_types
-SELECT type, keyed FROM tickq_limits ORDER BY type
+SELECT type, keyed, rate FROM tickq_limits ORDER BY type
 
 -- name: any_limits
 SELECT EXISTS (SELECT 1 FROM tickq_limits)
@@ -125,6 +126,7 @@ SELECT EXISTS (SELECT 1 FROM tickq_limits)
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
 -- says it started. Jobs once refunded are never claimed ahead again.
+-- Keyed types with only a concurrency limit are claimed ahead too, by claim_keyed first.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
     lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,

@@ -136,7 +136,8 @@ CREATE TABLE tickq_paused (
 -- Limits of job types, written by the first claim of a process that registers the type:
 -- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
 -- (NULL: no such limit); keyed: both hold per concurrency key, not for the whole type.
--- A type listed here is claimed only through its limits, never ahead.
+-- A type listed here is claimed only through its limits, and never ahead unless keyed
+-- with no rate limit (then within each key's room).
 CREATE TABLE tickq_limits (
     type        TEXT PRIMARY KEY,
     concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
@@ -215,9 +216,11 @@ CREATE TABLE IF NOT EXISTS tickq_migrations (
 -- from the first, and stops when it has `lim` jobs, is back where it started, or has
 -- looked at 64 keys more than `lim` (the next claim goes on from there): a key at its
 -- limit, however long its backlog, costs one probe. The caller holds the type's
--- advisory lock, so the counts hold until it commits.
+-- advisory lock, so the counts hold until it commits. for_ahead: for a claim ahead (jobs
+-- once refunded are skipped).
 CREATE FUNCTION tickq_due_keyed(typ text, most integer, rate integer, per double precision,
-                                lim integer, queues text[], ts timestamptz)
+                                lim integer, queues text[], ts timestamptz,
+                                for_ahead boolean)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
@@ -268,6 +271,7 @@ BEGIN
             SELECT id FROM tickq_jobs j
             WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key = k
               AND j.run_after <= ts AND (queues IS NULL OR j.queue = ANY(queues))
+              AND (NOT for_ahead OR j.ahead < 2)
               AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue)
             ORDER BY j.priority DESC, j.run_after, j.id
             LIMIT room
@@ -316,7 +320,7 @@ BEGIN
         ts := COALESCE(at, clock_timestamp());
         IF t.keyed THEN
             RETURN QUERY SELECT tickq_due_keyed(t.type, t.concurrency, t.rate, t.per, lim,
-                                                queues, ts);
+                                                queues, ts, false);
             GET DIAGNOSTICS keyed = ROW_COUNT;
             lim := lim - keyed;
             CONTINUE;
@@ -395,13 +399,18 @@ END
 $$;
 
 -- tickq_due for claims ahead of a worker's free slots: the same walk, skipping jobs once
--- refunded (ahead = 2), paused queues and limited types (never claimed ahead).
+-- refunded (ahead = 2), paused queues and limited types, but for keyed types with only a
+-- concurrency limit: those are claimed ahead within each key's room (a job claimed ahead
+-- counts as running for its key until it ends), under the type's advisory lock.
 CREATE FUNCTION tickq_due_ahead(lim integer, queues text[], at timestamptz)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
 SET enable_bitmapscan = off
 AS $$
+DECLARE
+    t record;
+    taken integer;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM tickq_limits) AND NOT EXISTS (SELECT 1 FROM tickq_paused) THEN
         RETURN QUERY
@@ -411,6 +420,19 @@ BEGIN
         ORDER BY priority DESC, run_after, id
         LIMIT lim
         FOR UPDATE SKIP LOCKED;
+        RETURN;
+    END IF;
+    FOR t IN SELECT l.type, l.concurrency FROM tickq_limits l
+             WHERE l.keyed AND l.rate IS NULL ORDER BY l.type LOOP
+        EXIT WHEN lim <= 0;
+        CONTINUE WHEN NOT pg_try_advisory_xact_lock(
+            hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
+        RETURN QUERY SELECT tickq_due_keyed(t.type, t.concurrency, NULL, NULL, lim, queues,
+                                            COALESCE(at, clock_timestamp()), true);
+        GET DIAGNOSTICS taken = ROW_COUNT;
+        lim := lim - taken;
+    END LOOP;
+    IF lim <= 0 THEN
         RETURN;
     END IF;
     RETURN QUERY

@@ -137,7 +137,8 @@ CREATE TABLE tickq_paused (
 
 -- Limits of job types, written by the first claim of a process that registers the type:
 -- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
--- (NULL: no such limit). A type listed here is claimed only through its limits, never ahead.
+-- (NULL: no such limit). A type listed here is claimed only through its limits, and never
+-- ahead unless keyed with no rate limit (then within each key's room).
 CREATE TABLE tickq_limits (
     type        TEXT PRIMARY KEY,
     concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
