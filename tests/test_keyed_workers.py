@@ -143,11 +143,13 @@ def test_one_per_key_across_three_workers_of_8_slots_and_keys_run_side_by_side(
     assert all(j.attempts == 1 for j in q.list_jobs("done", limit=100))
 
 
-@pytest.mark.timeout(120)
-def test_a_rate_limit_per_key_holds_across_workers(db_url: str, tmp_path: Path) -> None:
-    q = keyed_queue(db_url)
-    ids = q.enqueue_many([("rated_per_account", {"account": n % 2}) for n in range(18)])
-    procs = workers(2, db_url, tmp_path, "--concurrency", "8", "--poll-interval", POLL)
+def run_rated_per_account(q: Queue, start_workers: Callable[[], list[Any]], runs_dir: Path) -> None:
+    """18 jobs of ``rated_per_account`` (3 starts a second per key), 2 keys spread over the
+    queues q1-q3, run by the workers ``start_workers`` starts; checks each key's window from
+    the jobs' claim times (the database's) and that the keys' windows are their own."""
+    ids = q.enqueue_many([("rated_per_account", {"account": n % 2}, {"queue": f"q{n % 3 + 1}"})
+                          for n in range(18)])  # fmt: skip
+    procs = start_workers()
     try:
         eventually(lambda: done_of(q, "rated_per_account") == 18, timeout=90,
                    what="18 rate-limited jobs done")  # fmt: skip
@@ -166,8 +168,14 @@ def test_a_rate_limit_per_key_holds_across_workers(db_url: str, tmp_path: Path) 
     # The two keys' windows are their own: six starts in the first second between them.
     first = sorted(t for times in claimed.values() for t in times)
     assert (first[5] - first[0]).total_seconds() < 1.0, first[:6]
-    by_key = spans_by_key(tmp_path, "rated_per_account")
-    assert sorted(by_key) == ["0", "1"]
+    assert sorted(spans_by_key(runs_dir, "rated_per_account")) == ["0", "1"]
+    assert len({n["pid"] for n in runs(runs_dir)}) == 3, "every worker ran some"
+
+
+@pytest.mark.timeout(120)
+def test_a_rate_limit_per_key_holds_across_workers(db_url: str, tmp_path: Path) -> None:
+    q = keyed_queue(db_url)
+    run_rated_per_account(q, lambda: three_workers(db_url, tmp_path), tmp_path)
 
 
 @pytest.mark.timeout(120)
