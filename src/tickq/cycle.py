@@ -176,8 +176,7 @@ def record_and_claim(
     already waited for the database (the worker keeps them across its own retries). An
     outcome that waited and comes back stale was taken over meanwhile: its run's history
     row says so."""
-    keeper.finished(o.job for o in outcomes)
-    lost = {o.job.id for o in outcomes if keeper.is_lost(o.job)}
+    lost = keeper.finished(o.job for o in outcomes)
     applied, stale = outcomes, []
     if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "stale"]

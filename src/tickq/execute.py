@@ -98,6 +98,8 @@ def settle(job: Job, definition: JobDefinition, exc: BaseException, started: flo
             return _snooze_or_fail(job, definition.max_snooze, exc.seconds, started)
         case Retry():
             return _retry_or_fail(job, format_error(exc), exc.delay, started)
+        case UnfitPayload():
+            return _unrunnable(job, str(exc), started)
         case _:
             return _retry_or_fail(job, format_error(exc), definition.backoff(job.attempts), started)
 
@@ -186,13 +188,23 @@ def _unknown_type(job: Job, known: list[str]) -> Outcome:
 
 
 def job_kwargs(definition: JobDefinition, job: Job) -> dict[str, Any]:
-    """The payload as keyword arguments, plus the ``JobContext`` when the function takes one
-    (built then, and made what ``current_job()`` returns)."""
+    """The payload as keyword arguments (typed parameters rebuilt), plus the ``JobContext``
+    when the function takes one (built then, and made what ``current_job()`` returns)."""
+    payload = job.payload
+    if definition.types.fields():
+        try:
+            payload = definition.types.load(payload, definition.name)
+        except TypeError as exc:
+            raise UnfitPayload(str(exc)) from None
     if not definition.context_param:
-        return job.payload
+        return payload
     ctx = JobContext.of(job)
     _current.set(ctx)
-    return {**job.payload, definition.context_param: ctx}
+    return {**payload, definition.context_param: ctx}
+
+
+class UnfitPayload(TypeError):
+    """A stored payload whose typed values can't be rebuilt: the job can never run."""
 
 
 def invoke(definition: JobDefinition, job: Job) -> Any:
@@ -293,16 +305,68 @@ def _copy_context() -> Any:
 
 def format_error(exc: BaseException) -> str:
     """``Type: message`` then the traceback, bounded to ``MAX_ERROR_CHARS``."""
-    import traceback
+    text = plain_traceback(exc)
+    if text is None:
+        import traceback
 
-    te = traceback.TracebackException.from_exception(exc, compact=True)
-    text = "".join(_without_carets(te).format())
+        te = traceback.TracebackException.from_exception(exc, compact=True)
+        text = "".join(_without_carets(te).format())
     head = f"{type(exc).__name__}: {exc}"
     full = f"{head}\n{text}"
     if len(full) <= MAX_ERROR_CHARS:
         return full
     keep = MAX_ERROR_CHARS // 2
     return f"{full[:keep]}\n... [{len(full) - 2 * keep} characters cut] ...\n{full[-keep:]}"
+
+
+def plain_traceback(exc: BaseException) -> str | None:
+    """What ``traceback.format_exception(exc)`` prints with no carets (see
+    ``_without_carets``), written out here for the common exception, a fifth of the cost:
+    not chained, without notes, not a group or a syntax error, no frame repeating itself.
+    None for any other: the traceback module formats it (and folds repeated frames)."""
+    if (
+        exc.__cause__ is not None
+        or (exc.__context__ is not None and not exc.__suppress_context__)
+        or getattr(exc, "__notes__", None) is not None
+        or isinstance(exc, (SyntaxError, BaseExceptionGroup))
+    ):
+        return None
+    import linecache
+
+    lines, seen, last = ["Traceback (most recent call last):\n"], set(), None
+    tb = exc.__traceback__
+    while tb is not None:
+        code, lineno = tb.tb_frame.f_code, tb.tb_lineno
+        here = (code.co_filename, lineno, code.co_name)
+        if lineno is None or here == last:
+            return None
+        if code.co_filename not in seen:
+            seen.add(code.co_filename)
+            linecache.checkcache(code.co_filename)  # as traceback does: the source may be new
+        linecache.lazycache(code.co_filename, tb.tb_frame.f_globals)
+        line = linecache.getline(code.co_filename, lineno).strip()
+        lines.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n')
+        if line:
+            lines.append(f"    {line}\n")
+        last, tb = here, tb.tb_next
+    if len(lines) == 1:
+        lines.clear()  # no frames: the exception line alone
+    lines.append(_exception_line(exc))
+    return "".join(lines)
+
+
+def _exception_line(exc: BaseException) -> str:
+    """The last line ``traceback`` prints for ``exc``: its type (with its module unless
+    builtin or __main__), then its message if it has one."""
+    kind = type(exc)
+    name, module = kind.__qualname__, kind.__module__
+    if module not in ("__main__", "builtins"):
+        name = f"{module if isinstance(module, str) else '<unknown>'}.{name}"
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<exception str() failed>"
+    return f"{name}: {message}\n" if message else f"{name}\n"
 
 
 def _without_carets(te: Any) -> Any:

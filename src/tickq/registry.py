@@ -6,11 +6,14 @@ The facade fills a ``Registry``; the drivers (cycle, pool, worker) only read it.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from .controls import concurrency_key_of
 from .errors import ConfigurationError
 from .job import Frozen
 from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions, JobOptions, check_job_type
 from .job_options import DEFAULT_MAX_SNOOZE as DEFAULT_MAX_SNOOZE
+from .payload_types import PayloadTypes
 from .signature import is_async, parameters, payload_names, signature_text
 
 TYPE_CHECKING = False
@@ -57,9 +60,10 @@ class JobDefinition(Frozen):
     name resolved) read as its own attributes too: ``definition.max_attempts``..."""
 
     __slots__ = ()
-    _fields = ("fn", "options", "is_async", "context_param", "accepted", "required")
+    _fields = ("fn", "options", "is_async", "context_param", "accepted", "required", "types")
     _docs = {
         "accepted": "Keyword names the function takes; None: it takes **kwargs.",
+        "types": "Its typed parameters' converters (``PayloadTypes``), built on first use.",
         "options": "The job type's ``JobOptions``; its name is the job type's.",
     }
 
@@ -70,6 +74,7 @@ class JobDefinition(Frozen):
         context_param: str | None
         accepted: frozenset[str] | None
         required: frozenset[str]
+        types: PayloadTypes
         # read from ``options``:
         name: str
         max_attempts: int
@@ -92,8 +97,11 @@ class JobDefinition(Frozen):
         context_param: str | None,
         accepted: frozenset[str] | None = None,
         required: frozenset[str] = frozenset(),
+        types: PayloadTypes | None = None,
     ) -> JobDefinition:
-        return tuple.__new__(cls, (fn, options, is_async, context_param, accepted, required))
+        types = types or PayloadTypes(fn, context_param)
+        return tuple.__new__(cls, (fn, options, is_async, context_param, accepted, required,
+                                   types))  # fmt: skip
 
     @property
     def effective_max_delay(self) -> timedelta:
@@ -132,8 +140,8 @@ class JobDefinition(Frozen):
 
 
 def _option(name: str) -> property:
-    return property(lambda definition: getattr(definition.options, name),
-                    doc=f"``options.{name}``: see ``Queue.job``.")  # fmt: skip
+    # attrgetter: read on every run of a job, and no Python frame of its own
+    return property(attrgetter(f"options.{name}"), doc=f"``options.{name}``: see ``Queue.job``.")
 
 
 for _name in (*JobOptions.fields, "limit"):  # a new option reads as an attribute too

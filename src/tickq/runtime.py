@@ -148,12 +148,15 @@ class Runtime:
         payload: Mapping[str, Any] | None = None,
         options: EnqueueOptions | None = None,
         meta: Mapping[str, Any] | None = None,
+        external: bool = False,
     ) -> NewJob:
         """Validate one job and return the row to insert (no I/O). ``meta`` is tickq's
-        own record on the job (a schedule's slot, a webhook's delivery), never a caller's."""
+        own record on the job (a schedule's slot, a webhook's delivery), never a caller's;
+        ``external``: the payload is JSON from outside, its typed values in JSON form."""
         from .enqueue import new_job
 
-        return new_job(self.registry, self.strict, self.clock, job_type, payload, options, meta)
+        return new_job(self.registry, self.strict, self.clock, job_type, payload, options, meta,
+                       external)  # fmt: skip
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
         """Store ``jobs``; with ``conn`` in the caller's open transaction."""

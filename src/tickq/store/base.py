@@ -182,7 +182,7 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
             ran = self._query_many(statements) if statements else []
         rows = {name: r for (name, _), r in zip(statements, ran, strict=True)}
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
-        recorded = self._recorded(outcomes, rows.get("finish", []), rows.get("settled", []))
+        recorded = self._recorded(outcomes, rows)
         recorded.started = [r[0] for r in rows.get("started", [])]
         recorded.ahead = {j.id for j in claimed_ahead}
         if later:
@@ -190,6 +190,7 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return recorded, self._claimed(rows.get("claim", []), owner) + claimed_ahead
 
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+        jobs = sorted(jobs, key=id_of)  # ids ascending: see queries.of_job
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
@@ -200,19 +201,30 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         others = [o.job.id for o in outcomes if o.kind != "succeeded"]
         if not others:
             return [("finish", params)]
+        return self._settling_statements(params, others)
+
+    def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
+        """``finish`` for a batch holding outcomes other than successes (``others``: their
+        job ids): their history rows first, under finish's own guard (it then sees them
+        running), and the jobs it settled read back after (``settled``), or returned by
+        ``finish_settled`` in its stead where the dialect has it."""
         settled = {"ids": self._ids_param(others), "now": params["now"]}
-        # Their history rows first, under finish's own guard (it then sees them running).
         return [("add_attempts", params), ("finish", params), ("settled", settled)]
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         """The ``:decisions`` of ``finish``, in the dialect's form (see ``decision``)."""
         raise NotImplementedError
 
-    def _recorded(self, outcomes: Sequence[Outcome], applied: Rows, settled: Rows) -> Recorded:
+    def _recorded(self, outcomes: Sequence[Outcome], rows: dict[str, Rows]) -> Recorded:
         """Sort ``outcomes`` by what ``finish`` returned: ``(id, status)`` of those it
-        applied (a job asked to stop ends cancelled, whatever its attempt came to)."""
-        status = {row[0]: row[1] for row in applied}
-        jobs = {job.id: job for job in map(self._job, settled)}
+        applied (a job asked to stop ends cancelled, whatever its attempt came to), or the
+        jobs ``finish_settled`` left."""
+        jobs = {job.id: job for job in map(self._job, rows.get("settled", ()))}
+        if "finish_settled" in rows:
+            jobs = {job.id: job for job in map(self._job, rows["finish_settled"])}
+            status = {job_id: str(job.status) for job_id, job in jobs.items()}
+        else:
+            status = {row[0]: row[1] for row in rows.get("finish", ())}
         out = Recorded()
         for o in outcomes:
             now = status.get(o.job.id)
@@ -461,16 +473,32 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return len(self._query("prune", cutoff=cutoff, batch=batch))
 
 
-def decision(o: Outcome, due: Callable[[float], Any] | None = None) -> tuple[Any, ...]:
-    """One outcome as ``finish`` applies it: the job's id and attempt (its guard), then its
-    row of ``job.STATE_MACHINE`` (target, attempt change, snooze change, whether it
-    finishes, what the history counts: None for a success, whose attempt is the job row)
-    and the run's delay (None unless back in line; ``due(delay)`` when given: SQLite
-    passes the time it comes due), error, result and duration."""
-    target, attempts, snoozes, finishes, counted, waits = DECIDED[o.kind]
-    delay = (o.delay if due is None else due(o.delay)) if waits else None
-    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes, delay, o.error,
-            o.result, o.duration, counted)  # fmt: skip
+def decisions(
+    outcomes: Sequence[Outcome], due: Callable[[float], Any] | None = None
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A batch of outcomes as ``finish`` applies it: per outcome, sorted by job id, the job's
+    id and attempt (its guard), the number (from 1) of its row in the batch's rows, and
+    the run's delay (None unless back in line; ``due(delay)`` when given: SQLite passes
+    the time it comes due), error, result and duration; then the rows, one per kind of
+    outcome in the batch: each its row of ``job.STATE_MACHINE`` (target, attempt change,
+    snooze change, whether it finishes, what the history counts: None for a success,
+    whose attempt is the job row)."""
+    numbers: dict[str, int] = {}
+    per_job = []
+    for job, kind, error, delay, duration, result in sorted(outcomes, key=_job_id):
+        row = numbers.setdefault(kind, len(numbers) + 1)
+        waits = DECIDED[kind][5]
+        when = None if not waits else delay if due is None else due(delay)
+        per_job.append((job.id, job.attempts, row, when, error, result, duration))
+    return per_job, [DECIDED[kind][:5] for kind in numbers]
+
+
+def _job_id(outcome: Outcome) -> int:
+    return outcome.job.id
+
+
+def id_of(job: Job) -> int:
+    return job.id
 
 
 def _decided(t: Transition) -> tuple[Any, ...]:
@@ -480,8 +508,8 @@ def _decided(t: Transition) -> tuple[Any, ...]:
 
 
 DECIDED = {t.name: _decided(t) for t in STATE_MACHINE if t.query == "finish"}
-"""Each outcome's row of the state machine as ``decision`` hands it on (made once: a worker
-decides for every job it runs)."""
+"""Each outcome's row of the state machine as ``decisions`` hands it on, and whether it
+waits (made once: a worker decides for every job it runs)."""
 
 
 def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[Outcome]]:

@@ -16,7 +16,7 @@ from ..errors import (
     DatabaseUnavailable,
     SchemaMissing,
 )
-from .base import SqlStore, decision, released_error
+from .base import SqlStore, decisions, released_error
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
@@ -381,7 +381,20 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         # JSON [[id, attempt, ...], ...]: finish reads it with json_each; a delay becomes
         # the due time (SQLite's times are computed here).
-        return {"decisions": dumps([decision(o, self._in) for o in outcomes])}
+        per_job, rows = decisions(outcomes, self._in)
+        return {
+            "decisions": dumps(
+                [
+                    (i, attempt, *rows[row - 1][:4], due, error, result, seconds, rows[row - 1][4])
+                    for i, attempt, row, due, error, result, seconds in per_job
+                ]
+            )
+        }
+
+    def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
+        # finish returns the jobs it left (no settled read after it): no wake-up to send
+        # with them here, another process hears the commit.
+        return [("add_attempts", params), ("finish_settled", params)]
 
     def _integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)

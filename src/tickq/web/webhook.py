@@ -129,7 +129,9 @@ class Receiver:
         meta = {"webhook": webhook_meta(definition.path, verifier, event_id, headers, body)}
         try:
             once = EnqueueOptions(unique_key=definition.unique_key(event_id), unique_scope="all")
-            job = self.runtime.new_job(definition.job, {definition.param: event}, once, meta)
+            job = self.runtime.new_job(
+                definition.job, {definition.param: event}, once, meta, external=True
+            )
         except (TypeError, ValueError) as exc:
             raise WebhookRejected(400, f"the event can't be stored as a job: {exc}") from None
         return job, meta["webhook"]

@@ -199,6 +199,17 @@ ON CONFLICT DO NOTHING
 -- {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
 -- NULL keeps the last one (a success, a snooze); a due of NULL keeps run_after. The job
 -- row's duration and result are read only once it is done (before, they are the last run's).
+{@finish_update}
+RETURNING tickq_jobs.id, tickq_jobs.status
+
+-- name: finish_settled
+-- finish for a batch holding outcomes other than successes: it returns the jobs as it
+-- left them (for hooks and alerts), which settled would otherwise read after it.
+{@finish_update}
+RETURNING {job_columns}
+
+-- name: finish_update
+-- (A fragment.) What finish and finish_settled run (see finish).
 UPDATE tickq_jobs
 SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
     attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
@@ -215,11 +226,6 @@ SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
 FROM {@decisions} AS f
 WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
   AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
-RETURNING tickq_jobs.id, tickq_jobs.status
-
--- name: settled
--- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts.
-SELECT {job_columns} FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: releases
 -- (A fragment.) The jobs of :releases, JSON [[job_id, attempt, ran, error_text], ...]: ran
