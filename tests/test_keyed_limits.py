@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,11 @@ def test_a_schedule_of_a_type_keyed_by_a_payload_field_is_refused(q: Queue) -> N
     def sweep(account_id: str = "all") -> None: ...
 
     q.schedule("0 3 * * *", name="sweep")(sweep)  # a function with a key for {} is fine
+
+
+def test_a_typed_field_is_keyed_by_its_json_form(q: Queue) -> None:
+    @q.job(concurrency=1, concurrency_key="account")
+    def sync(account: uuid.UUID) -> None: ...
+
+    job_id = sync.enqueue(account=uuid.UUID(int=5))
+    assert stored_keys(q) == {job_id: "00000000-0000-0000-0000-000000000005"}
