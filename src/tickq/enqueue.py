@@ -64,6 +64,8 @@ def new_job(
         run_after=due_at(clock, chosen.run_after), unique_key=chosen.unique_key,
         unique_scope=chosen.unique_scope if chosen.unique_key is not None else None,
         meta_json=json.dumps(dict(meta)) if meta else None,
+        concurrency_key=None if definition is None else definition.key_of(payload or {}),
+        unregistered=definition is None,
     )  # fmt: skip
 
 

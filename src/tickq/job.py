@@ -389,7 +389,13 @@ class NewJob(Frozen):
 
     __slots__ = ()
     _fields = ("type", "payload_json", "queue", "priority", "max_attempts", "run_after",
-               "unique_key", "unique_scope", "meta_json")  # fmt: skip
+               "unique_key", "unique_scope", "meta_json", "concurrency_key",
+               "unregistered")  # fmt: skip
+    _docs = {
+        "concurrency_key": "The key its type's limits apply to (a keyed type), else None.",
+        "unregistered": "Enqueued by a process that doesn't register the type, so it could "
+        "not compute a key: the store gives it the key '' if the type is keyed.",
+    }
 
     if TYPE_CHECKING:
         type: str
@@ -401,6 +407,8 @@ class NewJob(Frozen):
         unique_key: str | None
         unique_scope: str | None
         meta_json: str | None
+        concurrency_key: str | None
+        unregistered: bool
 
     def __new__(
         cls,
@@ -413,6 +421,9 @@ class NewJob(Frozen):
         unique_key: str | None,
         unique_scope: str | None,
         meta_json: str | None = None,
+        concurrency_key: str | None = None,
+        unregistered: bool = False,
     ) -> NewJob:
         return tuple.__new__(cls, (type, payload_json, queue, priority, max_attempts, run_after,
-                                   unique_key, unique_scope, meta_json))  # fmt: skip
+                                   unique_key, unique_scope, meta_json, concurrency_key,
+                                   unregistered))  # fmt: skip

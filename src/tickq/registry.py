@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from .controls import concurrency_key_of
 from .errors import ConfigurationError
 from .job import Frozen
 from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions, JobOptions, check_job_type
@@ -85,6 +86,7 @@ class JobDefinition(Frozen):
         max_snooze: timedelta | None
         concurrency: int | None
         rate_limit: str | None
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None
         limit: Limit | None
 
     def __new__(
@@ -118,6 +120,12 @@ class JobDefinition(Frozen):
             raise TypeError(
                 f"payload does not fit job {self.name!r}{signature_text(self.fn)}: {problem}"
             )
+
+    def key_of(self, payload: Mapping[str, Any]) -> str | None:
+        """The concurrency key of a job with ``payload`` (None: the type has none); raises
+        ``TypeError`` naming the job and the value at fault."""
+        key = self.options.concurrency_key
+        return None if key is None else concurrency_key_of(self.name, key, payload)
 
     def unfit(self, payload: Mapping[str, Any]) -> str | None:
         """What keeps the function from ever taking ``payload`` as keywords, or None."""
@@ -203,9 +211,24 @@ def define(f: Callable[..., Any], options: JobOptions) -> JobDefinition:
         (name for name, _, _, note in params if note in (JobContext, "JobContext")), None
     )
     accepted, required = payload_names(params, context_param)
+    check_key_field(job_name, options.concurrency_key, accepted, context_param)
     named = options if options.name == job_name else options.replace(name=job_name)
     return JobDefinition(fn=f, options=named, is_async=is_async(f), context_param=context_param,
                          accepted=accepted, required=required)  # fmt: skip
+
+
+def check_key_field(
+    job_name: str, key: object, accepted: frozenset[str] | None, context_param: str | None
+) -> None:
+    """Raise ``ConfigurationError`` if ``concurrency_key`` names a field the job can't take."""
+    if not isinstance(key, str) or (accepted is None and key != context_param):
+        return
+    if key not in (accepted or ()):
+        raise ConfigurationError(
+            f"concurrency_key {key!r} of job {job_name!r} is not one of its parameters "
+            f"({', '.join(sorted(accepted or ())) or 'none'}); name a payload field it takes, "
+            "or pass a function of the payload"
+        )
 
 
 def check_no_arguments_needed(definition: JobDefinition) -> None:
@@ -216,6 +239,14 @@ def check_no_arguments_needed(definition: JobDefinition) -> None:
         raise ConfigurationError(
             f"scheduled job {definition.name!r} is called with no arguments, but its "
             "function requires some; give them defaults (a JobContext parameter is fine)"
+        ) from None
+    try:
+        definition.key_of({})
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"scheduled job {definition.name!r} is limited per key, but a schedule's jobs "
+            f"have an empty payload ({exc}); give it a concurrency_key function that returns "
+            "a key for an empty payload too"
         ) from None
 
 

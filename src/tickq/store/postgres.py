@@ -411,6 +411,8 @@ def insert_many_params(store: SqlStore, jobs: Sequence[NewJob]) -> dict[str, Any
         "unique_keys": text_array([j.unique_key for j in jobs]),
         "unique_scopes": text_array([j.unique_scope for j in jobs]),
         "metas": text_array([j.meta_json for j in jobs]),
+        "concurrency_keys": text_array([j.concurrency_key for j in jobs]),
+        "unregistereds": bool_array([j.unregistered for j in jobs]),
         "now": store._now(),
     }
 

@@ -35,6 +35,9 @@ SYNCHRONOUS = ("off", "normal", "full", "extra")
 LIMITS_LOOK = 1.0
 """Seconds between looks at whether any job type is limited (a claim of a limited type's
 jobs costs a few statements more, so a process without any skips them)."""
+KEY_LOOKS = 64
+"""A keyed type's claim looks at most this many keys more than the jobs it wants: a key at
+its limit costs one look, and the next claim goes on from where this one stopped."""
 WAIT_STEP = 0.1
 """A write waits for another writer's lock in steps this long, looking between them for a
 lock the calling thread holds itself (which no wait can end)."""
@@ -122,7 +125,7 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             message = str(exc)
             if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 self.tend_wal(full=True)  # give the log's space back for the next try
-            if "no such table" in message or "no such column" in message:
+            if any(m in message for m in ("no such table", "no such column", "has no column")):
                 raise SchemaMissing(
                     f"tickq's tables are missing or not up to date in {self.path} ({message}); "
                     "run q.migrate() or `tickq migrate APP` first"
@@ -238,7 +241,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
             return [self._execute(conn, self._sql[name], params)]
         with self._transaction(conn):
             return [
-                self._claim_limited(conn, p) if limited and name == "claim"
+                self._claim_limited(conn, p, name == "claim_ahead")
+                if limited and name in ("claim", "claim_ahead")
                 else conn.execute(self._sql[name], p).fetchall()
                 for name, p in statements
             ]  # fmt: skip
@@ -246,12 +250,13 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _limits_hint(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> bool:
         """Whether a claim among ``statements`` should look for jobs of limited types: read
         from the database at most every ``LIMITS_LOOK`` seconds. A stale answer is safe:
-        the plain claim never takes a limited type's job, and ``claim_limited`` reads the
+        the plain claims never take a limited type's job, and ``claim_limited`` reads the
         limits themselves in its transaction."""
         now = monotonic()
+        claims = any(name in ("claim", "claim_ahead") for name, _ in statements)
         if now < self._limits_looked + LIMITS_LOOK:
-            return self._limits_seen and any(name == "claim" for name, _ in statements)
-        if not any(name == "claim" for name, _ in statements):
+            return self._limits_seen and claims
+        if not claims:
             return False
         self._limits_seen = bool(self._execute(conn, self._sql["any_limits"])[0][0])
         self._limits_looked = now
@@ -260,25 +265,70 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _limits_declared(self) -> None:
         self._limits_seen, self._limits_looked = True, monotonic()
 
-    def _claim_limited(self, conn: sqlite3.Connection, params: dict[str, Any]) -> Rows:
+    def _claim_limited(
+        self, conn: sqlite3.Connection, params: dict[str, Any], ahead: bool = False
+    ) -> Rows:
         """The claim, in a transaction: jobs of each limited type first, as many as its
-        limits allow now (their starts recorded for rate limits), then the others."""
+        limits allow now (their starts recorded for rate limits), then the others. A claim
+        ``ahead`` takes only keyed types with no rate limit among the limited ones (a job
+        waiting in line counts as running for its key; a start would count too early)."""
         epoch = datetime.fromisoformat(params["now"]).timestamp()
         rows: Rows = []
         left = params["limit"]
-        for (job_type,) in conn.execute(self._sql["limited_types"]).fetchall():
+        for job_type, keyed, rate in conn.execute(self._sql["limited_types"]).fetchall():
             if left <= 0:
                 break
-            typed = {**params, "type": job_type, "limit": left, "epoch": epoch}
-            got = conn.execute(self._sql["claim_limited"], typed).fetchall()
-            if got:
-                starts = {"type": job_type, "epoch": epoch, "ids": dumps([r[0] for r in got])}
-                conn.execute(self._sql["forget_starts"], starts)
-                conn.execute(self._sql["record_starts"], starts)
-                rows.extend(got)
-                left -= len(got)
+            if ahead and not (keyed and rate is None):
+                continue
+            typed = {**params, "type": job_type, "limit": left, "epoch": epoch, "ahead": ahead}
+            got = (
+                self._claim_keyed(conn, typed) if keyed
+                else self._claim_some(conn, "claim_limited", typed, None)
+            )  # fmt: skip
+            rows.extend(got)
+            left -= len(got)
         if left > 0:
-            rows.extend(conn.execute(self._sql["claim"], {**params, "limit": left}).fetchall())
+            plain = "claim_ahead" if ahead else "claim"
+            rows.extend(conn.execute(self._sql[plain], {**params, "limit": left}).fetchall())
+        return rows
+
+    def _claim_some(
+        self, conn: sqlite3.Connection, name: str, params: dict[str, Any], key: str | None
+    ) -> Rows:
+        """Run claim statement ``name``; record the starts of the jobs it claimed."""
+        got = conn.execute(self._sql[name], {**params, "key": key}).fetchall()
+        if got:
+            starts = {"type": params["type"], "epoch": params["epoch"], "key": key,
+                      "ids": dumps([r[0] for r in got])}  # fmt: skip
+            conn.execute(self._sql["forget_starts"], starts)
+            conn.execute(self._sql["record_starts"], starts)
+        return got
+
+    def _claim_keyed(self, conn: sqlite3.Connection, params: dict[str, Any]) -> Rows:
+        """A keyed type's due jobs, as many as each key's limits allow, keys taking turns:
+        from the key after the one where its last claim stopped, around to that one, for
+        at most ``KEY_LOOKS`` keys more than wanted (the next claim goes on from there)."""
+        job_type, left = params["type"], params["limit"]
+        cursor = conn.execute(self._sql["key_cursor"], {"type": job_type}).fetchone()
+        start = cursor[0] if cursor else None
+        key, last, wrapped, looks = start, start, False, KEY_LOOKS + left
+        rows: Rows = []
+        while left > 0 and looks > 0:
+            step = "first_key" if key is None else "next_key"
+            key = conn.execute(self._sql[step], {"type": job_type, "after": key}).fetchall()[0][0]
+            if key is None:
+                if wrapped or start is None:
+                    break
+                wrapped = True
+                continue
+            if wrapped and key > start:  # BINARY collation: code point order, as in Python
+                break
+            looks, last = looks - 1, key
+            got = self._claim_some(conn, "claim_keyed", {**params, "limit": left}, key)
+            rows.extend(got)
+            left -= len(got)
+        if last != start:
+            conn.execute(self._sql["move_key_cursor"], {"type": job_type, "key": last})
         return rows
 
     def listen(

@@ -47,8 +47,9 @@ class StatsQueries(Plumbing):
             "failed_attempts_last_hour": self._query("failed_attempts_since", since=since)[0][0],
             "processed": processed, "duration_seconds": durations,
             "paused_queues": sorted(r[0] for r in self._query("paused")),
-            "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text}
-                       for t, c, r, p in self._query("limits")},
+            "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text,
+                           "per_key": bool(k)}
+                       for t, c, r, p, k in self._query("limits")},
             "database": self.database_health(), "now": now.isoformat(),
         }  # fmt: skip
 

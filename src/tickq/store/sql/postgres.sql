@@ -6,14 +6,18 @@
 -- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), for jobs
 -- due now or soon ({@wake}); the channel is named after this table's oid, so apps sharing
 -- a database in different schemas don't wake each other. Identical notifications in one
--- transaction are sent once.
+-- transaction are sent once. The concurrency key is the one enqueue computed; a job
+-- enqueued by a process that doesn't register its type gets '' if the type is keyed.
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     VALUES (:type, :queue, CAST(:payload AS json), :priority, :max_attempts,
             COALESCE(CAST(:run_after AS timestamptz), CAST(:now AS timestamptz), now()),
             :unique_key, :unique_scope, CAST(:meta AS jsonb),
-            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
+            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+            COALESCE(CAST(:concurrency_key AS text), CASE WHEN CAST(:unregistered AS boolean)
+                THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END))
     ON CONFLICT DO NOTHING
     RETURNING id, queue, run_after),
 due AS (SELECT queue, run_after FROM j),
@@ -24,17 +28,21 @@ SELECT j.id FROM j WHERE (SELECT count(*) FROM wake) >= 0
 -- One statement for many jobs; wakes workers like insert does (once per queue).
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     SELECT r.type, r.queue, CAST(r.payload AS json), r.priority, r.max_attempts,
            COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
            r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
-           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+           COALESCE(r.concurrency_key, CASE WHEN r.unregistered
+               THEN (SELECT '' FROM tickq_limits l WHERE l.type = r.type AND l.keyed) END)
     FROM unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
                 CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
                 CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
-                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
+                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]),
+                CAST(:concurrency_keys AS text[]), CAST(:unregistereds AS boolean[]))
          WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
-                              unique_key, unique_scope, meta, ord)
+                              unique_key, unique_scope, meta, concurrency_key, unregistered, ord)
     ORDER BY r.ord
     ON CONFLICT DO NOTHING
     RETURNING id, unique_key, queue, run_after),
@@ -375,8 +383,14 @@ FROM tickq_jobs WHERE status IN ('pending', 'running') GROUP BY queue
 -- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
 -- seconds: 0 when one of them may start now; when a rate window is full, when its first
 -- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+-- A keyed type's (whose keys are not counted here, one by one): when its window's oldest
+-- start, of any key, leaves it; NULL without a rate limit.
 SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()), (
     SELECT min(CASE
+        WHEN l.keyed
+            THEN CAST(EXTRACT(EPOCH FROM (SELECT min(s.at) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per))
+                 + make_interval(secs => l.per) - n.ts) AS float8)
         WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
                  WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per)) >= l.rate
             THEN CAST(EXTRACT(EPOCH FROM (SELECT min(s.at) FROM tickq_starts s
@@ -395,7 +409,8 @@ SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()), (
 WHERE status = 'pending'
   AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
   AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                  AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
 
 -- name: pause
 INSERT INTO tickq_paused (queue, paused_at)
@@ -410,13 +425,13 @@ SELECT r.queue FROM r, LATERAL (
     SELECT pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), r.queue)) AS wake
 
 -- name: declare_limit
-INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
-VALUES (:type, :concurrency, :rate, :per, COALESCE(CAST(:now AS timestamptz), now()))
+INSERT INTO tickq_limits (type, concurrency, rate, per, keyed, updated_at)
+VALUES (:type, :concurrency, :rate, :per, :keyed, COALESCE(CAST(:now AS timestamptz), now()))
 ON CONFLICT (type) DO UPDATE
 SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, per = EXCLUDED.per,
-    updated_at = EXCLUDED.updated_at
-WHERE (tickq_limits.concurrency, tickq_limits.rate, tickq_limits.per)
-      IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate, EXCLUDED.per)
+    keyed = EXCLUDED.keyed, updated_at = EXCLUDED.updated_at
+WHERE (tickq_limits.concurrency, tickq_limits.rate, tickq_limits.per, tickq_limits.keyed)
+      IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate, EXCLUDED.per, EXCLUDED.keyed)
 
 -- name: forget_limits
 -- Types this process registers without limits are no longer limited.
@@ -543,18 +558,22 @@ WITH moved AS (
     RETURNING name),
 inserted AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     SELECT r.type, r.queue, CAST(r.payload AS json), r.priority, r.max_attempts,
            COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
            r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
-           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+           COALESCE(r.concurrency_key, CASE WHEN r.unregistered
+               THEN (SELECT '' FROM tickq_limits l WHERE l.type = r.type AND l.keyed) END)
     FROM moved,
          unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
                 CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
                 CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
-                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
+                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]),
+                CAST(:concurrency_keys AS text[]), CAST(:unregistereds AS boolean[]))
          WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
-                              unique_key, unique_scope, meta, ord)
+                              unique_key, unique_scope, meta, concurrency_key, unregistered, ord)
     ORDER BY r.ord
     ON CONFLICT DO NOTHING
     RETURNING id, unique_key)

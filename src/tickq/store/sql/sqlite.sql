@@ -2,10 +2,14 @@
 -- (:now, :run_after, :lease_until) as ISO-8601 UTC text.
 
 -- name: insert
+-- The concurrency key is the one enqueue computed; a job enqueued by a process that
+-- doesn't register its type gets '' if the type is keyed.
 INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                        unique_key, unique_scope, meta, created_at, updated_at)
+                        unique_key, unique_scope, meta, created_at, updated_at, concurrency_key)
 VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
-        :unique_key, :unique_scope, :meta, :now, :now)
+        :unique_key, :unique_scope, :meta, :now, :now,
+        COALESCE(:concurrency_key, CASE WHEN :unregistered
+            THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END))
 ON CONFLICT DO NOTHING
 RETURNING id
 
@@ -29,6 +33,8 @@ SELECT id, unique_key FROM tickq_jobs WHERE id > :since ORDER BY id
 -- Claimed to start at once: marked 1 (unconfirmed) like a claim ahead until the next round
 -- trip says it started (or records its outcome), so a process killed between this commit
 -- and the job's start spends no attempt. A job once refunded stays marked 2.
+-- A keyed type's job without a key (enqueued before the type had one) is claimed as if
+-- the type were unlimited: never stranded.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
@@ -39,7 +45,8 @@ WHERE id IN (
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                      AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -69,10 +76,55 @@ WHERE id IN (
         FROM tickq_limits l WHERE l.type = :type), 0))
 RETURNING {claimed_columns}
 
+-- name: claim_keyed
+-- The due jobs of one key (:key) of a keyed type, as many as the key's limits allow now
+-- (as claim_limited, counting that key's running jobs and starts only). :ahead = 1: for
+-- a claim ahead (jobs once refunded are skipped; marked 1 either way).
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
+    lease_clock = :lease_clock, lease_mono = :lease_mono
+WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND type = :type AND concurrency_key = :key
+      AND run_after <= :now AND (:ahead = 0 OR ahead < 2)
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+    ORDER BY priority DESC, run_after, id
+    LIMIT COALESCE((
+        SELECT max(0, min(:limit,
+            COALESCE(l.concurrency - (SELECT count(*) FROM tickq_jobs r
+                WHERE r.status = 'running' AND r.type = l.type AND r.concurrency_key = :key
+                  AND r.lease_expires_at > :now), :limit),
+            COALESCE(l.rate - (SELECT count(*) FROM tickq_starts s
+                WHERE s.type = l.type AND s.key = :key AND s.at > :epoch - l.per), :limit)))
+        FROM tickq_limits l WHERE l.type = :type AND l.keyed), 0))
+RETURNING {claimed_columns}
+
+-- name: next_key
+-- The first key after :after among a keyed type's pending jobs: one probe of
+-- tickq_jobs_keyed, however many jobs a key has (first_key: with no :after; one statement
+-- with ":after IS NULL OR" would scan every key's jobs).
+SELECT min(concurrency_key) FROM tickq_jobs
+WHERE status = 'pending' AND type = :type AND concurrency_key > :after
+
+-- name: first_key
+SELECT min(concurrency_key) FROM tickq_jobs
+WHERE status = 'pending' AND type = :type AND concurrency_key IS NOT NULL
+
+-- name: key_cursor
+SELECT key FROM tickq_key_cursors WHERE type = :type
+
+-- name: move_key_cursor
+INSERT INTO tickq_key_cursors (type, key) VALUES (:type, :key)
+ON CONFLICT (type) DO UPDATE SET key = excluded.key
+
 -- name: record_starts
--- The starts of a rate-limited type just claimed (:ids), for its rate check.
-INSERT INTO tickq_starts (type, at)
-SELECT :type, :epoch FROM json_each(:ids)
+-- The starts of a rate-limited type just claimed (:ids), for its rate check; :key is the
+-- key of a keyed type's (else NULL).
+INSERT INTO tickq_starts (type, at, key)
+SELECT :type, :epoch, :key FROM json_each(:ids)
 WHERE EXISTS (SELECT 1 FROM tickq_limits WHERE type = :type AND rate IS NOT NULL)
 
 -- name: forget_starts
@@ -82,7 +134,7 @@ WHERE type = :type
   AND at <= :epoch - COALESCE((SELECT per FROM tickq_limits WHERE type = :type), 0)
 
 -- name: limited_types
-SELECT type FROM tickq_limits ORDER BY type
+SELECT type, keyed, rate FROM tickq_limits ORDER BY type
 
 -- name: any_limits
 SELECT EXISTS (SELECT 1 FROM tickq_limits)
@@ -90,6 +142,7 @@ SELECT EXISTS (SELECT 1 FROM tickq_limits)
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
 -- says it started. Jobs once refunded are never claimed ahead again.
+-- Keyed types with only a concurrency limit are claimed ahead too, by claim_keyed first.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
     lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
@@ -100,7 +153,8 @@ WHERE id IN (
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND ahead < 2
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                      AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -362,8 +416,13 @@ FROM tickq_jobs WHERE status IN ('pending', 'running') GROUP BY queue
 -- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
 -- seconds: 0 when one of them may start now; when a rate window is full, when its first
 -- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+-- A keyed type's (whose keys are not counted here, one by one): when its window's oldest
+-- start, of any key, leaves it; NULL without a rate limit.
 SELECT min(run_after), :now, (
     SELECT min(CASE
+        WHEN l.keyed
+            THEN (SELECT min(s.at) FROM tickq_starts s
+                  WHERE s.type = l.type AND s.at > :epoch - l.per) + l.per - :epoch
         WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
                  WHERE s.type = l.type AND s.at > :epoch - l.per) >= l.rate
             THEN (SELECT min(s.at) FROM tickq_starts s
@@ -381,7 +440,8 @@ SELECT min(run_after), :now, (
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
   AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                  AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
 
 -- name: pause
 INSERT INTO tickq_paused (queue, paused_at) VALUES (:queue, :now)
@@ -392,11 +452,11 @@ RETURNING queue
 DELETE FROM tickq_paused WHERE queue = :queue RETURNING queue
 
 -- name: declare_limit
-INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
-VALUES (:type, :concurrency, :rate, :per, :now)
+INSERT INTO tickq_limits (type, concurrency, rate, per, keyed, updated_at)
+VALUES (:type, :concurrency, :rate, :per, :keyed, :now)
 ON CONFLICT (type) DO UPDATE
 SET concurrency = excluded.concurrency, rate = excluded.rate, per = excluded.per,
-    updated_at = excluded.updated_at
+    keyed = excluded.keyed, updated_at = excluded.updated_at
 
 -- name: forget_limits
 -- Types this process registers without limits (:types, JSON) are no longer limited.
