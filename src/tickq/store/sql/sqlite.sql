@@ -2,23 +2,23 @@
 -- (:now, :run_after, :lease_until) as ISO-8601 UTC text.
 
 -- name: insert
--- The concurrency key is the one enqueue computed; a job enqueued by a process that
--- doesn't register its type gets '' if the type is keyed.
+{@insert_row}
+RETURNING id
+
+-- name: insert_without_id
+-- insert for executemany (which returns no rows): enqueue_many's jobs (see last_job_id).
+{@insert_row}
+
+-- name: insert_row
+-- (A fragment.) One job's row, for insert and insert_without_id. The concurrency key is the
+-- one enqueue computed; a job enqueued by a process that doesn't register its type gets ''
+-- if the type is keyed.
 INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
                         unique_key, unique_scope, meta, created_at, updated_at, concurrency_key)
 VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
         :unique_key, :unique_scope, :meta, :now, :now,
         COALESCE(:concurrency_key, CASE WHEN :unregistered
             THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END))
-ON CONFLICT DO NOTHING
-RETURNING id
-
--- name: insert_without_id
--- insert for executemany (which returns no rows): enqueue_many's jobs (see last_job_id).
-INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                        unique_key, unique_scope, meta, created_at, updated_at)
-VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
-        :unique_key, :unique_scope, :meta, :now, :now)
 ON CONFLICT DO NOTHING
 
 -- name: last_job_id
