@@ -64,7 +64,7 @@ def test_a_batch_of_any_outcomes_costs_the_same_statements(store: SqlStore, n: i
         ]
     else:
         expected = ["finish"] if n == 1 else ["add_attempts", "finish", "settled"]
-    assert names == expected
+    assert [name.partition(":")[0] for name in names] == expected  # SQLite: "finish:<kind>"
     for o in outcomes:
         assert [j.id for j in getattr(recorded, o.kind)].count(o.job.id) == 1
 

@@ -182,7 +182,8 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
             ran = self._query_many(statements) if statements else []
         rows: dict[str, list[Any]] = {}
         for (name, _), r in zip(statements, ran, strict=True):
-            rows.setdefault(name, []).extend(r)  # finish may run once per kind of outcome
+            # "finish:retried": finish as compiled for one kind of outcome (SQLite)
+            rows.setdefault(name.partition(":")[0], []).extend(r)
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
         recorded = self._recorded(outcomes, rows)
         recorded.started = [r[0] for r in rows.get("started", [])]
@@ -201,31 +202,15 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        """``finish`` applying ``outcomes`` as their rows of the state machine say (once for
-        each of the dialect's ``_finish_batches``); with any but successes, their history
-        rows first and the jobs it settled read back after (their hooks and alerts get
-        them)."""
-        now = self._now()
-        statements: list[Statement] = []
-        for batch in self._finish_batches(outcomes):
-            params = {"owner": owner, "now": now, **self._decisions(batch)}
-            others = [o.job.id for o in batch if o.kind != "succeeded"]
-            if others:
-                statements.extend(self._settling_statements(params, others))
-            else:
-                statements.append(("finish", params))
-        return statements
-
-    def _finish_batches(self, outcomes: Sequence[Outcome]) -> list[Sequence[Outcome]]:
-        """``outcomes`` in the batches one ``finish`` each applies: all of them at once."""
-        return [outcomes]
-
-    def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
-        """``finish`` for a batch holding outcomes other than successes (``others``: their
-        job ids): their history rows first, under finish's own guard (it then sees them
-        running), and the jobs it settled read back after (``settled``), or returned by
-        ``finish_settled`` in its stead where the dialect has it."""
+        """``finish`` applying ``outcomes`` as their rows of the state machine say; with any
+        but successes, their history rows first and the jobs it settled read back after
+        (their hooks and alerts get them)."""
+        params = {"owner": owner, "now": self._now(), **self._decisions(outcomes)}
+        others = [o.job.id for o in outcomes if o.kind != "succeeded"]
+        if not others:
+            return [("finish", params)]
         settled = {"ids": self._ids_param(others), "now": params["now"]}
+        # Their history rows first, under finish's own guard (it then sees them running).
         return [("add_attempts", params), ("finish", params), ("settled", settled)]
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
