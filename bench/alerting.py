@@ -32,28 +32,52 @@ STORM = 50
 
 
 def idle_figures(db: Database, runs: int) -> list[Figure]:
-    from figures import repeat
+    from figures import Series, repeat
 
-    (series,) = repeat(runs, lambda: _idle_cpu(db))
-    return [
+    trips = Series()
+
+    def measured() -> float:
+        used, round_trips = _idle(db)
+        trips.values.append(round_trips)
+        return used
+
+    (cpu,) = repeat(runs, measured)
+    figures = [
         Figure(
             "idle_cpu",
             f"Idle worker: CPU over {IDLE_SECONDS:g} s",
             db.name,
             "% of a core",
-            series,
+            cpu,
             note="`tickq worker`, defaults, nothing to do; target < 1%",
         )
     ]
+    if db.dialect == "postgres":
+        figures.append(
+            Figure(
+                "idle_round_trips",
+                "Idle worker: round trips to the database per minute",
+                db.name,
+                "per minute",
+                trips,
+                note=f"`tickq worker`, defaults, nothing to do, over {IDLE_SECONDS:g} s, "
+                "counted by a TCP proxy (every query keeps a scale-to-zero database awake)",
+            )
+        )
+    return figures
 
 
-def _idle_cpu(db: Database) -> float:
+def _idle(db: Database) -> tuple[float, float]:
+    """An idle worker's CPU (% of a core) and, on Postgres, its round trips per minute."""
+    from roundtrips import RoundTripProxy
+
     db.reset()
     log_dir = procs.scratch("idle-")
+    proxy = RoundTripProxy(db.url) if db.dialect == "postgres" else None
     worker = procs.spawn(
         ["-m", "tickq", "worker", "bench_app:q"],
         output=log_dir / "worker.out",
-        TICKQ_BENCH_URL=db.url,
+        TICKQ_BENCH_URL=proxy.url if proxy else db.url,
         TICKQ_BENCH_LOG_DIR=str(log_dir),
     )
     try:
@@ -65,11 +89,15 @@ def _idle_cpu(db: Database) -> float:
         procs.wait_for(lambda: bool(bench_app.read_log(log_dir)), 60, "the worker's first job")
         time.sleep(1.0)  # let it fall idle
         before, started = cpu_seconds(worker.pid), time.monotonic()
+        trips = proxy.count if proxy else 0
         time.sleep(IDLE_SECONDS)
         used, elapsed = cpu_seconds(worker.pid) - before, time.monotonic() - started
+        trips = (proxy.count if proxy else 0) - trips
     finally:
         procs.stop(worker)
-    return used / elapsed * 100
+        if proxy:
+            proxy.close()
+    return used / elapsed * 100, trips * 60 / elapsed
 
 
 def cpu_seconds(pid: int) -> float:
