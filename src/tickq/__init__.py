@@ -25,11 +25,14 @@ from .errors import (
     Retry,
     SchemaMissing,
     Snooze,
+    StepFailed,
     TickqError,
     UnknownJobType,
+    WorkflowMismatch,
 )
 from .job import Job, JobState
 from .queue import Queue
+from .workflow.context import WorkflowContext
 
 __all__ = [
     "Cancel",
@@ -46,8 +49,11 @@ __all__ = [
     "Retry",
     "SchemaMissing",
     "Snooze",
+    "StepFailed",
     "TickqError",
     "UnknownJobType",
+    "WorkflowContext",
+    "WorkflowMismatch",
     "__version__",
     "current_job",
 ]

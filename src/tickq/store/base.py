@@ -16,6 +16,7 @@ from .sessions import SessionQueries
 from .stats import StatsQueries
 from .ticks import TickQueries
 from .tokens import TokenQueries
+from .workflows import WorkflowQueries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries):
+class SqlStore(
+    TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries, WorkflowQueries
+):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False
@@ -474,7 +477,9 @@ def decision(o: Outcome, due: Callable[[float], Any] | None = None) -> tuple[Any
 
 
 def _decided(t: Transition) -> tuple[Any, ...]:
-    waits = t.target is JobState.PENDING
+    # A suspended driver keeps the due time it wrote in its own transaction, which a step's
+    # end or an event may have moved to now since (store/workflows.py): no delay of its own.
+    waits = t.target is JobState.PENDING and t.name != "suspended"
     counted = None if t.target is JobState.DONE else t.counted
     return str(t.target), t.attempts, t.snoozes, t.finishes, counted, waits
 

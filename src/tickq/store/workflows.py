@@ -1,0 +1,231 @@
+"""Durable workflows in the database: runs, their recorded steps, and events.
+
+A run is its driver job (same id, type ``tickq.workflow``). Each step job's end is recorded
+on its step, and the run woken, by triggers on ``tickq_jobs`` (migration 17), in the
+transaction of whichever transition ends the job; what the driver records as it replays is
+written here, in one transaction fenced by its attempt, like a job's finish.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from json import dumps
+
+from ..errors import InvalidTransition
+from ..workflow.records import SHOWN_KINDS, Replay, WorkflowRun, WorkflowStep
+from .plumbing import Plumbing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+    from datetime import datetime
+    from typing import Any
+
+    from ..job import NewJob
+    from ..workflow.records import NewStep, Suspension
+    from .plumbing import Rows
+
+    Run = Callable[[str, dict[str, Any]], Rows]
+    """Runs one named query in an open transaction (tickq's own, or the caller's)."""
+
+LOST = "lost"
+"""What ``record_steps`` says when the driver no longer holds its attempt (nothing written)."""
+CANCELLED = "cancelled"
+"""What ``record_steps`` says when the run was cancelled meanwhile (nothing written)."""
+
+
+class WorkflowQueries(Plumbing):
+    """Start runs, replay and record their steps, deliver events, read and cancel runs."""
+
+    @contextmanager
+    def _atomic(self) -> Iterator[Run]:
+        """One transaction on this thread's connection, its statements run by the yielded
+        function (the backend's ``_begin`` opens and commits it)."""
+        conn = self._connection()
+        with self._errors(), self._begin(conn):
+            yield lambda name, params: self._run(conn, self._sql[name], params)
+
+    @contextmanager
+    def _begin(self, conn: Any) -> Iterator[None]:
+        raise NotImplementedError
+        yield
+
+    @contextmanager
+    def _on(self, run: Run | None) -> Iterator[Run]:
+        """``run`` (the caller's transaction), or a transaction of tickq's own."""
+        if run is not None:
+            yield run
+            return
+        with self._atomic() as own:
+            yield own
+
+    # -- start and events (in the caller's transaction when it passes one) ---------------
+    def start_run(self, driver: NewJob, workflow: str, payload_json: str,
+                  run: Run | None = None) -> int:  # fmt: skip
+        """Insert the run's driver job and its row; returns the run id (the job's)."""
+        with self._on(run) as do:
+            run_id = int(do("insert", self._insert_params(driver))[0][0])
+            do("wf_insert_run", {"id": run_id, "workflow": workflow, "payload": payload_json,
+                                 "now": self._now()})  # fmt: skip
+        self._announce([driver])
+        return run_id
+
+    def send_event(self, name: str, key: str, data_json: str | None, keep: float,
+                   run: Run | None = None) -> tuple[int, list[int]]:  # fmt: skip
+        """Keep the event for ``keep`` seconds and deliver it to every run waiting for
+        (``name``, ``key``), waking them; returns its id and those runs' ids."""
+        now, expires = self._now(), self._in(keep)
+        event = {"name": name, "key": key, "now": now}
+        with self._on(run) as do:
+            do("wf_lock_event", event)
+            params = {**event, "data": data_json, "keep": keep, "expires_at": expires}
+            event_id = int(do("wf_insert_event", params)[0][0])
+            runs = [int(r[0]) for r in do("wf_deliver", {**params, "event": event_id})]
+            if runs:
+                self._wake_runs(do, runs, now)
+        return event_id, runs
+
+    def _wake_runs(self, do: Run, runs: Sequence[int], now: Any) -> None:
+        woken = {"runs": self._ids_param(runs), "now": now}
+        do("wf_wake", woken)
+        do("wf_wake_drivers", woken)
+
+    def forget_events(self) -> int:
+        """Delete events kept past their time; returns how many."""
+        return len(self._query_many([("wf_forget_events", {"now": self._now()})])[0] or [])
+
+    # -- replay --------------------------------------------------------------------------
+    def begin_replay(self, run_id: int) -> Replay:
+        """End the run's timers that are due, then read it: its wake count first, then its
+        steps (a wake in between makes the driver replay once more, never lose it)."""
+        now = self.now()
+        with self._atomic() as do:
+            do("wf_timers_due", {"run": run_id, "now": self._ts(now)})
+            rows = do("wf_run", {"run": run_id})
+            steps = [self._step(r) for r in do("wf_steps", {"run": run_id})]
+        if not rows:
+            raise LookupError(f"workflow run {run_id} has no row (was it deleted?)")
+        return Replay(self._workflow_run(rows[0], []), steps, now, int(rows[0][6]))
+
+    def record_steps(
+        self,
+        run_id: int,
+        owner: str,
+        attempt: int,
+        steps: Sequence[NewStep],
+        wakes: int,
+        suspension: Suspension | None,
+    ) -> str | bool:
+        """Record ``steps`` (enqueueing step jobs) and, with ``suspension``, the driver's
+        due time and the run's status, in one transaction fenced by the driver's attempt.
+        Returns True when a wait got a kept event at once (replay again), False otherwise,
+        or ``LOST`` / ``CANCELLED`` having written nothing."""
+        fence = {"run": run_id, "owner": owner, "attempt": attempt}
+        jobs: list[NewJob] = []
+        with self._atomic() as do:
+            held = do("wf_fence", fence)
+            if not held:
+                return LOST
+            if held[0][0] == "cancelled":
+                return CANCELLED
+            delivered = False
+            for step in steps:
+                delivered |= self._record_step(do, run_id, step)
+                if step.job is not None:
+                    jobs.append(step.job)
+            if suspension is not None and not delivered:
+                now = self._now()
+                do("wf_suspend", {**fence, "seen": wakes, "due": self._ts(suspension.due),
+                                  "now": now})  # fmt: skip
+                do("wf_set_status", {"run": run_id, "status": suspension.status, "now": now})
+        if jobs:
+            self._announce(jobs)
+        return delivered
+
+    def _record_step(self, do: Run, run_id: int, step: NewStep) -> bool:
+        """Record one step; True when it is a wait that got a kept event at once."""
+        row = {
+            "run": run_id, "seq": step.seq, "kind": step.kind, "name": step.name,
+            "status": step.status, "job_id": None, "event_key": step.event_key,
+            "event_id": None, "wake_at": self._ts(step.wake_at), "result": step.result,
+            "now": self._now(),
+        }  # fmt: skip
+        kept: Rows = []
+        if step.job is not None:
+            row["job_id"] = self._insert_step_job(do, step.job)
+        elif step.kind == "event":
+            event = {"name": step.name, "key": step.event_key, "run": run_id, "now": row["now"]}
+            do("wf_lock_event", event)
+            kept = do("wf_kept_event", event)
+            if kept:
+                row.update(status="done", event_id=int(kept[0][0]), result=kept[0][1])
+        do("wf_add_step", row)
+        return bool(kept)
+
+    def _insert_step_job(self, do: Run, job: NewJob) -> int:
+        """The step's job, inserted once: its unique key is the run's and the step's."""
+        params = self._insert_params(job)
+        rows = do("insert", params) or do("find_unique", params)
+        return int(rows[0][0])
+
+    # -- reads and cancel ------------------------------------------------------------------
+    def workflow_run(self, run_id: int) -> WorkflowRun | None:
+        """The run with this id and its steps (jobs, sleeps, waits), or None."""
+        rows = self._query("wf_run", run=run_id)
+        if not rows:
+            return None
+        steps = [self._step(r) for r in self._query("wf_steps", run=run_id)]
+        return self._workflow_run(rows[0], [s for s in steps if s.kind in SHOWN_KINDS])
+
+    def workflow_runs(self, status: str | None = None, workflow: str | None = None,
+                      limit: int = 50, before_id: int | None = None) -> list[WorkflowRun]:  # fmt: skip
+        """Runs newest first, without their steps; page with ``before_id``."""
+        rows = self._query("wf_runs", status=status, workflow=workflow, limit=limit,
+                           before_id=before_id)  # fmt: skip
+        return [self._workflow_run(r, []) for r in rows]
+
+    def workflow_counts(self) -> dict[str, dict[str, int]]:
+        """Runs by workflow, then status."""
+        counts: dict[str, dict[str, int]] = {}
+        for workflow, status, count in self._query("wf_counts"):
+            counts.setdefault(workflow, {})[status] = int(count)
+        return counts
+
+    def cancel_run(self, run_id: int, error: str) -> None:
+        """Cancel a running or waiting run: its driver job and its open step jobs are
+        cancelled (asked to stop, if running), its waits closed; one transaction."""
+        now = self._now()
+        with self._atomic() as do:
+            rows = do("wf_run", {"run": run_id})
+            if not rows:
+                raise LookupError(f"workflow run {run_id} does not exist")
+            if rows[0][2] in ("done", "failed"):
+                raise InvalidTransition(
+                    f"cannot cancel workflow run {run_id}: it is {rows[0][2]} already"
+                )
+            for (job_id,) in do("wf_open_jobs", {"run": run_id}):
+                do("cancel", {"id": job_id, "now": now})
+            do("cancel", {"id": run_id, "now": now})
+            do("wf_close_waits", {"run": run_id, "now": now})
+            do("wf_cancel_run", {"run": run_id, "error": error, "now": now})
+
+    # -- rows ----------------------------------------------------------------------------
+    def _step(self, r: Sequence[Any]) -> WorkflowStep:
+        ts = self._decode_ts
+        return WorkflowStep(
+            int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], ts(r[7]), int(r[8] or 0),
+            self._lenient_json(r[9]), r[10], ts(r[11]), ts(r[12]),  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def _workflow_run(self, r: Sequence[Any], steps: list[WorkflowStep]) -> WorkflowRun:
+        ts = self._decode_ts
+        payload = self._lenient_json(r[3])
+        return WorkflowRun(
+            int(r[0]), r[1], r[2], payload if isinstance(payload, dict) else {},
+            self._lenient_json(r[4]), r[5], ts(r[7]), ts(r[8]), ts(r[9]), steps,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+def dumps_json(value: Any) -> str:
+    """JSON text of a value tickq records for a step (already checked to fit)."""
+    return dumps(value, separators=(",", ":"), allow_nan=False)

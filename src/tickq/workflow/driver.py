@@ -1,0 +1,151 @@
+"""Internal: the driver job of every workflow run (type ``tickq.workflow``), and how
+``@q.workflow`` registers a workflow.
+
+A driver attempt replays the workflow function from the top over the steps recorded so
+far; the first call that needs what is not there yet ends the replay: what it made is
+recorded (step jobs enqueued) in one transaction fenced by the driver's attempt, and the
+driver suspends (``Suspend``: back to pending, its attempt given back) until a step ends,
+a timer is due or an event comes, any of which moves it due again in its own transaction.
+The driver gets claims, leases, fencing, retries and alerts from the job machinery.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ..errors import Cancel, ConfigurationError, DatabaseUnavailable, Retry, Suspend
+from ..job_options import EnqueueOptions, JobOptions
+from ..signature import parameters, payload_names
+from .context import Blocked, WorkflowContext
+from .records import DRIVER_TYPE, Suspension
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from datetime import datetime
+    from typing import Any
+
+    from ..context import JobContext
+    from ..job import NewJob
+    from ..registry import JobDefinition
+    from ..runtime import Runtime
+    from .records import Replay
+
+DRIVER_ATTEMPTS = 25
+"""Attempts of a driver job: only crashes mid-replay and database errors spend them (a
+replay that suspends gives its attempt back); an error in the workflow fails the run."""
+RECHECK = timedelta(days=1)
+"""A run waiting with no timer (for steps, or an event without timeout) replays at least
+this often anyway: a wake is never needed for it to go on, only for it to go on soon."""
+MAX_REPLAYS = 50
+"""Replays in one driver attempt (each after a wait got a kept event at once)."""
+UNKNOWN_WORKFLOW_DELAY = 300.0
+
+
+class WorkflowDefinition:
+    """One registered workflow: its function, name, the queue of its driver jobs, and the
+    checks its start payload must pass (those of a job function's payload)."""
+
+    __slots__ = ("check", "fn", "name", "queue")
+
+    def __init__(self, fn: Callable[..., Any], name: str, queue: str) -> None:
+        self.fn, self.name, self.queue = fn, name, queue
+        self.check = payload_check(fn, name)
+
+
+def payload_check(fn: Callable[..., Any], name: str) -> JobDefinition:
+    """A ``JobDefinition`` of ``fn`` used only to check start payloads (its first
+    parameter, the ``WorkflowContext``, is not part of them)."""
+    from ..registry import JobDefinition
+    from ..signature import is_async
+
+    if is_async(fn):
+        raise ConfigurationError(f"workflow {name!r} is async; a workflow function is a def")
+    params = parameters(fn)
+    if not params or params[0][0] in ("conn",):
+        raise ConfigurationError(
+            f"workflow {name!r} must take a WorkflowContext as its first parameter, e.g. "
+            f"def {getattr(fn, '__name__', name)}(wf: WorkflowContext, ...)"
+        )
+    accepted, required = payload_names(params, params[0][0])
+    return JobDefinition(fn=fn, options=JobOptions(name=name), is_async=False,
+                         context_param=params[0][0], accepted=accepted,
+                         required=required)  # fmt: skip
+
+
+def driver_definition(runtime: Runtime) -> JobDefinition:
+    """The job definition of ``tickq.workflow``: replays the run whose id is its own."""
+    from ..context import JobContext
+    from ..registry import define
+
+    def drive(ctx: JobContext, workflow: str) -> Any:
+        definition = runtime.workflows.get(workflow)
+        if definition is None:
+            known = ", ".join(sorted(runtime.workflows)) or "none"
+            raise Retry(UNKNOWN_WORKFLOW_DELAY, f"no workflow {workflow!r} is registered in "
+                        f"this process (registered: {known}); import the module defining it "
+                        "in the worker")  # fmt: skip
+        try:
+            return replay(runtime, definition, ctx)
+        except DatabaseUnavailable as exc:
+            raise Retry(min(60.0, 2.0**ctx.attempt), f"{type(exc).__name__}: {exc}") from exc
+
+    options = JobOptions(name=DRIVER_TYPE, max_attempts=DRIVER_ATTEMPTS, backoff=_never,
+                         max_snooze=None)  # fmt: skip
+    return define(drive, options)
+
+
+def _never(attempt: int) -> float | None:
+    """A workflow that raised fails at once: replaying it would raise again."""
+    return None
+
+
+def replay(runtime: Runtime, definition: WorkflowDefinition, ctx: JobContext) -> Any:
+    """Replay the run until it returns (its result is the driver's) or must wait."""
+    store = runtime.store
+    owner = ctx.lease_owner or runtime.owner
+    for _ in range(MAX_REPLAYS):
+        state = store.begin_replay(ctx.id)
+        if state.run.status == "cancelled":
+            raise Cancel(f"workflow run {ctx.id} was cancelled")
+        if state.run.status == "done":
+            return state.run.result
+        wf = WorkflowContext(ctx.id, state.steps, state.now, step_job(runtime))
+        try:
+            result = definition.fn(wf, **state.run.payload)
+        except Blocked as blocked:
+            suspension = Suspension("running" if blocked.kind == "job" else "waiting",
+                                    due(wf, state))  # fmt: skip
+            got = store.record_steps(ctx.id, owner, ctx.attempt, wf._new, state.wakes, suspension)
+            if _recorded(ctx.id, got):
+                continue  # a wait got a kept event at once: go on
+            raise Suspend(max(0.0, (suspension.due - state.now).total_seconds())) from None
+        _recorded(ctx.id, store.record_steps(ctx.id, owner, ctx.attempt, wf._new, 0, None))
+        return result
+    raise Suspend(0.0)
+
+
+def _recorded(run_id: int, got: str | bool) -> bool:
+    if got == "cancelled":
+        raise Cancel(f"workflow run {run_id} was cancelled")
+    if got == "lost":
+        raise RuntimeError(f"workflow run {run_id}: this replay lost its lease; another one "
+                           "goes on")  # fmt: skip
+    return bool(got)
+
+
+def due(wf: WorkflowContext, state: Replay) -> datetime:
+    """When the run must replay at the latest: its first timer, or ``RECHECK`` from now."""
+    timers = [s.wake_at for s in state.steps if s.status == "waiting" and s.wake_at]
+    timers += [s.wake_at for s in wf._new if s.status == "waiting" and s.wake_at]
+    return min(timers, default=state.now + RECHECK)
+
+
+def step_job(runtime: Runtime) -> Callable[[str, Mapping[str, Any], Mapping[str, Any], str], NewJob]:
+    """How a replay makes a step's job: checked as an enqueue, unique to its run and step."""
+
+    def make(name: str, payload: Mapping[str, Any], meta: Mapping[str, Any], key: str) -> NewJob:
+        options = EnqueueOptions(unique_key=key, unique_scope="all")
+        return runtime.new_job(name, payload, options, meta)
+
+    return make
