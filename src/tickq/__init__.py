@@ -70,4 +70,11 @@ _PUBLIC_MODULES = (
     "tickq.web",
     "tickq.webhooks",
 )
-_PUBLIC_TYPES = ("tickq.queue.JobFunction", "tickq.job.Attempt")
+_PUBLIC_TYPES = (
+    "tickq.queue.JobFunction",
+    "tickq.job.Attempt",
+    "tickq.workflow.facade.WorkflowFunction",
+    "tickq.workflow.context.StepHandle",
+    "tickq.workflow.records.WorkflowRun",
+    "tickq.workflow.records.WorkflowStep",
+)

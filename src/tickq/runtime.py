@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .schedule import ScheduleDefinition
     from .store import SqlStore
     from .webhooks.definition import WebhookDefinition
-    from .workflow.driver import WorkflowDefinition
+    from .workflow.definition import WorkflowDefinition
 
     Hook = Callable[[Job], Any]
 

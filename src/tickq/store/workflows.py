@@ -18,7 +18,6 @@ from .plumbing import Plumbing
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from datetime import datetime
     from typing import Any
 
     from ..job import NewJob
@@ -36,6 +35,10 @@ CANCELLED = "cancelled"
 
 class WorkflowQueries(Plumbing):
     """Start runs, replay and record their steps, deliver events, read and cancel runs."""
+
+    if TYPE_CHECKING:
+
+        def _announce(self, jobs: Sequence[NewJob]) -> None: ...
 
     @contextmanager
     def _atomic(self) -> Iterator[Run]:
@@ -90,9 +93,9 @@ class WorkflowQueries(Plumbing):
         do("wf_wake", woken)
         do("wf_wake_drivers", woken)
 
-    def forget_events(self) -> int:
-        """Delete events kept past their time; returns how many."""
-        return len(self._query_many([("wf_forget_events", {"now": self._now()})])[0] or [])
+    def forget_events(self) -> None:
+        """Delete the events kept past their time."""
+        self._query_many([("wf_forget_events", {"now": self._now()})])
 
     # -- replay --------------------------------------------------------------------------
     def begin_replay(self, run_id: int) -> Replay:
@@ -177,8 +180,13 @@ class WorkflowQueries(Plumbing):
         steps = [self._step(r) for r in self._query("wf_steps", run=run_id)]
         return self._workflow_run(rows[0], [s for s in steps if s.kind in SHOWN_KINDS])
 
-    def workflow_runs(self, status: str | None = None, workflow: str | None = None,
-                      limit: int = 50, before_id: int | None = None) -> list[WorkflowRun]:  # fmt: skip
+    def workflow_runs(
+        self,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[WorkflowRun]:
         """Runs newest first, without their steps; page with ``before_id``."""
         rows = self._query("wf_runs", status=status, workflow=workflow, limit=limit,
                            before_id=before_id)  # fmt: skip

@@ -37,10 +37,20 @@ class Blocked(BaseException):
 class StepHandle:
     """A step started with ``wf.start``: pass it to ``wf.gather`` for its result."""
 
-    __slots__ = ("_wf", "name", "seq")
+    __slots__ = ("_name", "_seq", "_wf")
 
     def __init__(self, wf: WorkflowContext, seq: int, name: str) -> None:
-        self._wf, self.seq, self.name = wf, seq, name
+        self._wf, self._seq, self._name = wf, seq, name
+
+    @property
+    def name(self) -> str:
+        """The step's job type."""
+        return self._name
+
+    @property
+    def seq(self) -> int:
+        """The step's place in its run (``WorkflowStep.seq``)."""
+        return self._seq
 
     def result(self) -> Any:
         """Wait for this step and return its result (``wf.gather([handle])[0]``)."""
@@ -66,12 +76,16 @@ class WorkflowContext:
         now: datetime,
         make_job: MakeJob,
     ) -> None:
-        self.run_id = run_id
-        """The run's id (what ``start`` returned)."""
+        self._run_id = run_id
         self._recorded = list(steps)
         self._now, self._make_job = now, make_job
         self._seq = 0
         self._new: list[NewStep] = []
+
+    @property
+    def run_id(self) -> int:
+        """The run's id (what ``start`` returned)."""
+        return self._run_id
 
     # -- jobs ----------------------------------------------------------------------------
     def start(self, job: Any, /, **payload: Any) -> StepHandle:
@@ -160,7 +174,9 @@ class WorkflowContext:
         return value
 
     # -- bookkeeping ---------------------------------------------------------------------
-    def _next(self, kind: str, name: str, key: str | None = None) -> tuple[int, WorkflowStep | None]:
+    def _next(
+        self, kind: str, name: str, key: str | None = None
+    ) -> tuple[int, WorkflowStep | None]:
         """Number the next call; what is recorded there (checked to be the same call)."""
         seq = self._seq
         self._seq += 1

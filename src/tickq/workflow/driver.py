@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..errors import Cancel, ConfigurationError, DatabaseUnavailable, Retry, Suspend
+from ..errors import Cancel, DatabaseUnavailable, Retry, Suspend
 from ..job_options import EnqueueOptions, JobOptions
-from ..signature import parameters, payload_names
 from .context import Blocked, WorkflowContext
 from .records import DRIVER_TYPE, Suspension
 
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from ..job import NewJob
     from ..registry import JobDefinition
     from ..runtime import Runtime
+    from .definition import WorkflowDefinition
     from .records import Replay
 
 DRIVER_ATTEMPTS = 25
@@ -42,40 +42,8 @@ MAX_REPLAYS = 50
 UNKNOWN_WORKFLOW_DELAY = 300.0
 
 
-class WorkflowDefinition:
-    """One registered workflow: its function, name, the queue of its driver jobs, and the
-    checks its start payload must pass (those of a job function's payload)."""
-
-    __slots__ = ("check", "fn", "name", "queue")
-
-    def __init__(self, fn: Callable[..., Any], name: str, queue: str) -> None:
-        self.fn, self.name, self.queue = fn, name, queue
-        self.check = payload_check(fn, name)
-
-
-def payload_check(fn: Callable[..., Any], name: str) -> JobDefinition:
-    """A ``JobDefinition`` of ``fn`` used only to check start payloads (its first
-    parameter, the ``WorkflowContext``, is not part of them)."""
-    from ..registry import JobDefinition
-    from ..signature import is_async
-
-    if is_async(fn):
-        raise ConfigurationError(f"workflow {name!r} is async; a workflow function is a def")
-    params = parameters(fn)
-    if not params or params[0][0] in ("conn",):
-        raise ConfigurationError(
-            f"workflow {name!r} must take a WorkflowContext as its first parameter, e.g. "
-            f"def {getattr(fn, '__name__', name)}(wf: WorkflowContext, ...)"
-        )
-    accepted, required = payload_names(params, params[0][0])
-    return JobDefinition(fn=fn, options=JobOptions(name=name), is_async=False,
-                         context_param=params[0][0], accepted=accepted,
-                         required=required)  # fmt: skip
-
-
 def driver_definition(runtime: Runtime) -> JobDefinition:
     """The job definition of ``tickq.workflow``: replays the run whose id is its own."""
-    from ..context import JobContext
     from ..registry import define
 
     def drive(ctx: JobContext, workflow: str) -> Any:
@@ -141,7 +109,9 @@ def due(wf: WorkflowContext, state: Replay) -> datetime:
     return min(timers, default=state.now + RECHECK)
 
 
-def step_job(runtime: Runtime) -> Callable[[str, Mapping[str, Any], Mapping[str, Any], str], NewJob]:
+def step_job(
+    runtime: Runtime,
+) -> Callable[[str, Mapping[str, Any], Mapping[str, Any], str], NewJob]:
     """How a replay makes a step's job: checked as an enqueue, unique to its run and step."""
 
     def make(name: str, payload: Mapping[str, Any], meta: Mapping[str, Any], key: str) -> NewJob:

@@ -1,4 +1,4 @@
-"""Internal: the ``Queue``'s workflow methods (a mixin of the facade), over its ``Runtime``,
+"""The ``Queue``'s workflow methods (a mixin of the facade), over its ``Runtime``,
 and the ``WorkflowFunction`` that ``@q.workflow`` returns."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..runtime import Runtime
-    from .driver import WorkflowDefinition
+    from .definition import WorkflowDefinition
     from .records import WorkflowRun
 
 DEFAULT_KEEP = timedelta(days=7)
@@ -27,11 +27,14 @@ class WorkflowFunction:
 
     def __init__(self, runtime: Runtime, definition: WorkflowDefinition) -> None:
         self._runtime, self._definition = runtime, definition
-        self.name = definition.name
-        """The workflow's name, as its runs record it."""
         self.__wrapped__ = definition.fn
         self.__doc__ = definition.fn.__doc__
         self.__name__ = getattr(definition.fn, "__name__", definition.name)
+
+    @property
+    def name(self) -> str:
+        """The workflow's name, as its runs record it."""
+        return self._definition.name
 
     def start(self, *, conn: Any = None, **payload: Any) -> int:
         """Start a run with ``payload`` as the function's keyword arguments; returns its
@@ -44,7 +47,9 @@ class WorkflowFunction:
         self._definition.check.check_payload(payload)
         options = EnqueueOptions(queue=self._definition.queue)
         driver = self._runtime.new_job(DRIVER_TYPE, {"workflow": self.name}, options)
-        return self._runtime.store.start_run(driver, self.name, payload_json, _runner(self._runtime, conn))
+        return self._runtime.store.start_run(
+            driver, self.name, payload_json, _runner(self._runtime, conn)
+        )
 
     def __repr__(self) -> str:
         return f"<tickq workflow {self.name!r}>"
@@ -81,7 +86,8 @@ class Workflows:
         ``queue``) each time they go on: steps are ordinary jobs, recorded once; sleeps
         and waits hold no worker.
         """
-        from .driver import WorkflowDefinition, driver_definition
+        from .definition import WorkflowDefinition
+        from .driver import driver_definition
 
         chosen = check_queue(queue)
 
@@ -157,5 +163,3 @@ class Workflows:
         except LookupError as exc:
             raise JobNotFound(str(exc)) from None
         return self.workflow_run(run_id)
-
-

@@ -1,4 +1,4 @@
-"""Internal: what a workflow run and its steps look like when read back, and a step before
+"""What a workflow run and its steps look like when read back, and a step before
 it is recorded. Public as the values ``q.workflow_run`` returns."""
 
 from __future__ import annotations
