@@ -43,7 +43,10 @@ class WorkflowFunction:
         doesn't fit the function, raises ``TypeError`` naming the field."""
         from ..payload import dump_payload
 
-        payload_json = dump_payload(payload, self.name).replace(" of job ", " of workflow ", 1)
+        try:
+            payload_json = dump_payload(payload, self.name)
+        except TypeError as exc:
+            raise TypeError(str(exc).replace(" of job ", " of workflow ", 1)) from None
         self._definition.check.check_payload(payload)
         options = EnqueueOptions(queue=self._definition.queue)
         driver = self._runtime.new_job(DRIVER_TYPE, {"workflow": self.name}, options)
