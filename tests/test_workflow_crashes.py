@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 from collections import Counter
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,6 @@ def test_with_a_worker_the_next_step_follows_a_step_end_within_milliseconds(
         eventually(lambda: done(module, run_id), timeout=30, what="the run to complete")
         stop(w)
     jobs = [module.q.get_job(s.job_id) for s in module.q.workflow_run(run_id).steps]
-    gaps = [(b.created_at - a.finished_at).total_seconds() for a, b in zip(jobs, jobs[1:])]
+    gaps = [(b.created_at - a.finished_at).total_seconds() for a, b in pairwise(jobs)]
     print(f"{backend}: step end -> next step enqueued: {[round(g * 1000, 1) for g in gaps]} ms")
     assert max(gaps) < 0.5, gaps

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_tickq
 from tickq import FrozenClock, InvalidTransition, Queue, StepFailed, WorkflowContext
 
 DAY = timedelta(days=1)
@@ -400,3 +401,20 @@ class _closing:
 
     def __exit__(self, *exc: object) -> None:
         self.conn.close()
+
+
+def test_runs_are_visible_in_stats_metrics_and_the_cli(shop: Shop, db_url: str) -> None:
+    waiting = shop.checkout.start(order_id=30, items=[])
+    shop.tick()
+    stats = shop.q.stats()
+    assert stats["workflow_runs"] == {"checkout": {"waiting": 1}}
+    from tickq.metrics import render
+
+    assert 'tickq_workflow_runs{status="waiting",workflow="checkout"} 1.0' in render(shop.q)
+    listed = run_tickq("workflows", "--url", db_url)
+    assert listed.returncode == 0, listed.stderr
+    assert f"{waiting}" in listed.stdout and "waiting" in listed.stdout
+    shown = run_tickq("workflows", "--url", db_url, str(waiting))
+    assert shown.returncode == 0, shown.stderr
+    assert "charge" in shown.stdout and "invoice.paid" in shown.stdout
+    assert "workflow runs: checkout (waiting 1)" in run_tickq("stats", "--url", db_url).stdout

@@ -192,13 +192,6 @@ class WorkflowQueries(Plumbing):
                            before_id=before_id)  # fmt: skip
         return [self._workflow_run(r, []) for r in rows]
 
-    def workflow_counts(self) -> dict[str, dict[str, int]]:
-        """Runs by workflow, then status."""
-        counts: dict[str, dict[str, int]] = {}
-        for workflow, status, count in self._query("wf_counts"):
-            counts.setdefault(workflow, {})[status] = int(count)
-        return counts
-
     def cancel_run(self, run_id: int, error: str) -> None:
         """Cancel a running or waiting run: its driver job and its open step jobs are
         cancelled (asked to stop, if running), its waits closed; one transaction."""
