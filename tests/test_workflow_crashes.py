@@ -146,6 +146,11 @@ def test_a_gather_of_20_steps_across_3_worker_processes(
     workers = [worker(env, "--concurrency", "2") for _ in range(3)]
     try:
         eventually(lambda: done(module, run_id), timeout=60, what="the run to complete")
+    except AssertionError:
+        run = module.q.workflow_run(run_id)
+        driver = module.q.get_job(run_id)
+        logs = "\n\n".join(w.output[-3000:] for w in workers)
+        raise AssertionError(f"{run}\n{driver}\n{logs}") from None
     finally:
         for w in workers:
             stop(w)

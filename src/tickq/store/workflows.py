@@ -89,9 +89,11 @@ class WorkflowQueries(Plumbing):
         return event_id, runs
 
     def _wake_runs(self, do: Run, runs: Sequence[int], now: Any) -> None:
-        woken = {"runs": self._ids_param(runs), "now": now}
-        do("wf_wake", woken)
+        # Locks in one order everywhere: the event's, the steps', the drivers', the runs'
+        # (a driver's own finish holds its row, then its trigger takes the run's).
+        woken = {"runs": self._ids_param(sorted(runs)), "now": now}
         do("wf_wake_drivers", woken)
+        do("wf_wake", woken)
 
     def forget_events(self) -> None:
         """Delete the events kept past their time."""
@@ -125,7 +127,10 @@ class WorkflowQueries(Plumbing):
         or ``LOST`` / ``CANCELLED`` having written nothing."""
         fence = {"run": run_id, "owner": owner, "attempt": attempt}
         jobs: list[NewJob] = []
+        waits = sorted({(s.name, s.event_key or "") for s in steps if s.kind == "event"})
         with self._atomic() as do:
+            for name, key in waits:  # the events' locks first: see _wake_runs
+                do("wf_lock_event", {"name": name, "key": key})
             held = do("wf_fence", fence)
             if not held:
                 return LOST
@@ -158,8 +163,7 @@ class WorkflowQueries(Plumbing):
             row["job_id"] = self._insert_step_job(do, step.job)
         elif step.kind == "event":
             event = {"name": step.name, "key": step.event_key, "run": run_id, "now": row["now"]}
-            do("wf_lock_event", event)
-            kept = do("wf_kept_event", event)
+            kept = do("wf_kept_event", event)  # under the event's lock (record_steps)
             if kept:
                 row.update(status="done", event_id=int(kept[0][0]), result=kept[0][1])
         do("wf_add_step", row)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..errors import Cancel, DatabaseUnavailable, Retry, Suspend
+from ..errors import Cancel, Retry, Suspend
 from ..job_options import EnqueueOptions, JobOptions
 from .context import Blocked, WorkflowContext
 from .records import DRIVER_TYPE, Suspension
@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from datetime import datetime
-    from typing import Any
+    from typing import Any, TypeVar
 
     from ..context import JobContext
     from ..job import NewJob
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
     from .definition import WorkflowDefinition
     from .records import Replay
+
+    T = TypeVar("T")
 
 DRIVER_ATTEMPTS = 25
 """Attempts of a driver job: only crashes mid-replay and database errors spend them (a
@@ -53,10 +55,7 @@ def driver_definition(runtime: Runtime) -> JobDefinition:
             raise Retry(UNKNOWN_WORKFLOW_DELAY, f"no workflow {workflow!r} is registered in "
                         f"this process (registered: {known}); import the module defining it "
                         "in the worker")  # fmt: skip
-        try:
-            return replay(runtime, definition, ctx)
-        except DatabaseUnavailable as exc:
-            raise Retry(min(60.0, 2.0**ctx.attempt), f"{type(exc).__name__}: {exc}") from exc
+        return replay(runtime, definition, ctx)
 
     options = JobOptions(name=DRIVER_TYPE, max_attempts=DRIVER_ATTEMPTS, backoff=_never,
                          max_snooze=None)  # fmt: skip
@@ -73,7 +72,7 @@ def replay(runtime: Runtime, definition: WorkflowDefinition, ctx: JobContext) ->
     store = runtime.store
     owner = ctx.lease_owner or runtime.owner
     for _ in range(MAX_REPLAYS):
-        state = store.begin_replay(ctx.id)
+        state = _stored(ctx, store.begin_replay, ctx.id)
         if state.run.status == "cancelled":
             raise Cancel(f"workflow run {ctx.id} was cancelled")
         if state.run.status == "done":
@@ -84,13 +83,29 @@ def replay(runtime: Runtime, definition: WorkflowDefinition, ctx: JobContext) ->
         except Blocked as blocked:
             suspension = Suspension("running" if blocked.kind == "job" else "waiting",
                                     due(wf, state))  # fmt: skip
-            got = store.record_steps(ctx.id, owner, ctx.attempt, wf._new, state.wakes, suspension)
+            got = _stored(ctx, store.record_steps, ctx.id, owner, ctx.attempt, wf._new,
+                          state.wakes, suspension)  # fmt: skip
             if _recorded(ctx.id, got):
                 continue  # a wait got a kept event at once: go on
             raise Suspend(max(0.0, (suspension.due - state.now).total_seconds())) from None
-        _recorded(ctx.id, store.record_steps(ctx.id, owner, ctx.attempt, wf._new, 0, None))
+        _recorded(ctx.id, _stored(ctx, store.record_steps, ctx.id, owner, ctx.attempt,
+                                  wf._new, 0, None))  # fmt: skip
         return result
     raise Suspend(0.0)
+
+
+def _stored(ctx: JobContext, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` on the store; the database's trouble (down, a deadlock another
+    transaction won) is a retry of the driver soon, never the run's failure."""
+    from ..trouble import worth_retrying
+
+    try:
+        return call(*args)
+    except Exception as exc:
+        if not worth_retrying(exc):
+            raise
+        delay = min(60.0, 2.0 ** min(ctx.attempt, 6))
+        raise Retry(delay, f"{type(exc).__name__}: {exc}") from exc
 
 
 def _recorded(run_id: int, got: str | bool) -> bool:
@@ -103,10 +118,11 @@ def _recorded(run_id: int, got: str | bool) -> bool:
 
 
 def due(wf: WorkflowContext, state: Replay) -> datetime:
-    """When the run must replay at the latest: its first timer, or ``RECHECK`` from now."""
+    """When the run must replay at the latest: its first timer, or ``RECHECK`` from now if
+    sooner (a backstop: a run goes on without any wake, only later)."""
     timers = [s.wake_at for s in state.steps if s.status == "waiting" and s.wake_at]
     timers += [s.wake_at for s in wf._new if s.status == "waiting" and s.wake_at]
-    return min(timers, default=state.now + RECHECK)
+    return min([*timers, state.now + RECHECK])
 
 
 def step_job(

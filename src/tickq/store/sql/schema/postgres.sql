@@ -247,13 +247,15 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    UPDATE tickq_workflow_runs SET wakes = wakes + 1 WHERE id = run;
+    -- The driver's row before the run's, as everywhere: a driver's own finish holds its
+    -- row, then its trigger takes the run's.
     UPDATE tickq_jobs SET run_after = NEW.updated_at
     WHERE id = run AND status IN ('pending', 'running') AND run_after > NEW.updated_at
     RETURNING queue INTO woken;
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), woken);
     END IF;
+    UPDATE tickq_workflow_runs SET wakes = wakes + 1 WHERE id = run;
     RETURN NULL;
 END
 $$;
