@@ -418,3 +418,74 @@ def test_runs_are_visible_in_stats_metrics_and_the_cli(shop: Shop, db_url: str) 
     assert shown.returncode == 0, shown.stderr
     assert "charge" in shown.stdout and "invoice.paid" in shown.stdout
     assert "workflow runs: checkout (waiting 1)" in run_tickq("stats", "--url", db_url).stdout
+
+
+def test_a_stale_replay_records_nothing(shop: Shop) -> None:
+    from tickq.workflow.records import NewStep, Suspension
+
+    run_id = shop.checkout.start(order_id=40, items=[])
+    store = shop.q._runtime.store
+    step = NewStep(0, "sleep", "sleep", "waiting", wake_at=shop.clock.now())
+    due = Suspension("waiting", shop.clock.now())
+    # The driver is pending, not held by this owner: fenced like a job's finish.
+    assert store.record_steps(run_id, "someone:1:dead", 1, [step], 0, due) == "lost"
+    shop.tick()
+    run = shop.q.workflow_run(run_id)
+    assert [s.kind for s in run.steps] == ["job", "event"]
+
+
+def test_the_tick_budget_bounds_workflow_work_too(shop: Shop) -> None:
+    run_id = shop.checkout.start(order_id=41, items=["a", "b", "c"])
+    shop.q.send_event("invoice.paid", key="order:41", data={"amount": 1})
+
+    def asleep() -> bool:
+        steps = shop.q.workflow_run(run_id).steps
+        return bool(steps) and steps[-1].kind == "sleep"
+
+    ticks = 0
+    while not asleep():
+        assert shop.tick(limit=2)["claimed"] <= 2
+        ticks += 1
+        assert ticks < 20
+    assert ticks >= 4  # 4 driver replays and 4 steps, at most 2 a tick
+
+
+def test_events_racing_runs_that_start_to_wait_are_never_lost(db_url: str) -> None:
+    import random
+    import threading
+
+    q = Queue(db_url)
+    q.migrate()
+
+    @q.workflow()
+    def waiter(wf: WorkflowContext, key: str) -> Any:
+        return wf.wait_for("go", key=key, timeout=timedelta(hours=1))
+
+    try:
+        keys = [f"k{i}" for i in range(30)]
+        runs = [waiter.start(key=k) for k in keys]
+        stop = threading.Event()
+
+        def work() -> None:
+            while not stop.is_set():
+                q.process_jobs(limit=5)
+
+        workers = [threading.Thread(target=work) for _ in range(2)]
+        for t in workers:
+            t.start()
+        try:
+            for i, key in enumerate(keys):
+                threading.Event().wait(random.uniform(0, 0.01))
+                q.send_event("go", key=key, data=i)
+            deadline = threading.Event()
+            for _ in range(300):
+                if all(q.workflow_run(r).status == "done" for r in runs):
+                    break
+                deadline.wait(0.05)
+        finally:
+            stop.set()
+            for t in workers:
+                t.join(30)
+        assert [q.workflow_run(r).result for r in runs] == list(range(30))
+    finally:
+        q.close()
