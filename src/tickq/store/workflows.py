@@ -103,14 +103,15 @@ class WorkflowQueries(Plumbing):
     def begin_replay(self, run_id: int) -> Replay:
         """End the run's timers that are due, then read it: its wake count first, then its
         steps (a wake in between makes the driver replay once more, never lose it)."""
-        now = self.now()
-        with self._atomic() as do:
-            do("wf_timers_due", {"run": run_id, "now": self._ts(now)})
-            rows = do("wf_run", {"run": run_id})
-            steps = [self._step(r) for r in do("wf_steps", {"run": run_id})]
+        params = {"run": run_id, "now": self._now()}
+        statements = [("wf_timers_due", params), ("wf_replay_run", params), ("wf_steps", params)]
+        _, rows, steps = self._query_many(statements)  # one round trip, one transaction
         if not rows:
             raise LookupError(f"workflow run {run_id} has no row (was it deleted?)")
-        return Replay(self._workflow_run(rows[0], []), steps, now, int(rows[0][6]))
+        now = self._decode_ts(rows[0][10])
+        assert now is not None
+        run = self._workflow_run(rows[0], [])
+        return Replay(run, [self._step(r) for r in steps], now, int(rows[0][6]))
 
     def record_steps(
         self,

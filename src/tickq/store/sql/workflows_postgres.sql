@@ -20,6 +20,12 @@ SELECT id, workflow, status, CAST(payload AS text), CAST(result AS text), error,
        created_at, updated_at, finished_at
 FROM tickq_workflow_runs WHERE id = :run
 
+-- name: wf_replay_run
+-- The run as a replay reads it, with the time its timers are judged by.
+SELECT id, workflow, status, CAST(payload AS text), CAST(result AS text), error, wakes, created_at, updated_at,
+       finished_at, COALESCE(CAST(:now AS timestamptz), now())
+FROM tickq_workflow_runs WHERE id = :run
+
 -- name: wf_runs
 SELECT id, workflow, status, CAST(payload AS text), CAST(result AS text), error, wakes,
        created_at, updated_at, finished_at

@@ -17,6 +17,12 @@ SELECT id, workflow, status, payload, result, error, wakes, created_at, updated_
        finished_at
 FROM tickq_workflow_runs WHERE id = :run
 
+-- name: wf_replay_run
+-- The run as a replay reads it, with the time its timers are judged by.
+SELECT id, workflow, status, payload, result, error, wakes, created_at, updated_at,
+       finished_at, :now
+FROM tickq_workflow_runs WHERE id = :run
+
 -- name: wf_runs
 SELECT id, workflow, status, payload, result, error, wakes, created_at, updated_at,
        finished_at
