@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import pairwise
 
 from databases import Database
 from figures import Figure, Lost, Series, percentile, repeat
@@ -104,7 +105,7 @@ class _Bench:
         jobs = [self.q.get_job(s.job_id) for s in self.q.workflow_run(run_id).steps if s.job_id]
         found = [j for j in jobs if j is not None]
         return [(b.attempted_at - a.finished_at).total_seconds() * 1000  # type: ignore[operator]
-                for a, b in zip(found, found[1:], strict=False)]  # fmt: skip
+                for a, b in pairwise(found)]  # fmt: skip
 
     def _drain(self) -> int:
         done = 0

@@ -489,3 +489,95 @@ def test_events_racing_runs_that_start_to_wait_are_never_lost(db_url: str) -> No
         assert [q.workflow_run(r).result for r in runs] == list(range(30))
     finally:
         q.close()
+
+
+def test_a_failed_runs_failed_step_can_be_retried(db_url: str, clock: FrozenClock) -> None:
+    q = Queue(db_url, clock=clock)
+    q.migrate()
+    broken = {"yes": True}
+
+    @q.job(max_attempts=1)
+    def fragile() -> str:
+        if broken["yes"]:
+            raise RuntimeError("the API is down")
+        return "ok"
+
+    @q.workflow()
+    def flow(wf: WorkflowContext) -> str:
+        return str(wf.run(fragile)) + "!"
+
+    try:
+        run_id = flow.start()
+        q.tick()
+        assert q.workflow_run(run_id).status == "failed"
+        with pytest.raises(InvalidTransition, match="not a job step"):
+            q.retry_workflow_step(run_id, 5)
+        broken["yes"] = False
+        run = q.retry_workflow_step(run_id, 0)
+        assert run.status == "running" and run.steps[0].status == "pending"
+        q.tick()
+        run = q.workflow_run(run_id)
+        assert run.status == "done" and run.result == "ok!" and run.error is None
+        assert run.steps[0].attempts == 2
+        with pytest.raises(InvalidTransition, match="it is done"):
+            q.retry_workflow_step(run_id, 0)
+    finally:
+        q.close()
+
+
+def test_the_dashboard_shows_runs_cancels_them_and_retries_a_failed_step(
+    db_url: str, clock: FrozenClock
+) -> None:
+    import re
+
+    import httpx
+
+    from dashboard_serving import serving
+
+    q = Queue(db_url, clock=clock)
+    q.migrate()
+    broken = {"yes": True}
+
+    @q.job(max_attempts=1)
+    def fragile() -> str:
+        if broken["yes"]:
+            raise RuntimeError("the API is down")
+        return "ok"
+
+    @q.workflow()
+    def flow(wf: WorkflowContext, wait: bool) -> str:
+        if wait:
+            wf.wait_for("never", key="k")
+        return str(wf.run(fragile))
+
+    password = "correct horse battery staple"
+    try:
+        failed, waiting = flow.start(wait=False), flow.start(wait=True)
+        q.tick()
+        with serving(q.asgi_app(dashboard={"password": password})) as base, httpx.Client() as c:
+            page = c.get(f"{base}/tickq/login")
+            token = re.search(r'name="csrf_token" value="([0-9a-f]+)"', page.text)
+            assert token
+            c.post(f"{base}/tickq/login", data={"password": password, "csrf_token": token[1]})
+            listing = c.get(f"{base}/tickq/workflows")
+            assert listing.status_code == 200
+            assert f"#{failed}" in listing.text and f"#{waiting}" in listing.text
+            detail = c.get(f"{base}/tickq/workflows/{failed}")
+            assert "the API is down" in detail.text and "Retry step" in detail.text
+            form = re.search(r'name="csrf_token" value="([0-9a-f]+)"', detail.text)
+            assert form
+            broken["yes"] = False
+            done = c.post(f"{base}/tickq/workflows/{failed}/steps/0/retry",
+                          data={"csrf_token": form[1]}, follow_redirects=True)  # fmt: skip
+            assert done.status_code == 200 and "goes on once it ends" in done.text
+            q.tick()
+            assert q.workflow_run(failed).result == "ok"
+            detail = c.get(f"{base}/tickq/workflows/{waiting}")
+            assert "never" in detail.text and "Cancel run" in detail.text
+            cancelled = c.post(f"{base}/tickq/workflows/{waiting}/cancel",
+                               data={"csrf_token": form[1]}, follow_redirects=True)  # fmt: skip
+            assert cancelled.status_code == 200
+            assert q.workflow_run(waiting).status == "cancelled"
+            assert c.get(f"{base}/tickq/workflows/999999").status_code == 404
+    finally:
+        q.close()

@@ -49,11 +49,11 @@ class StatsQueries(Plumbing):
             "paused_queues": sorted(r[0] for r in self._query("paused")),
             "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text}
                        for t, c, r, p in self._query("limits")},
-            "workflow_runs": self._workflow_runs(),
+            "workflow_runs": self.stats_workflow_runs(),
             "database": self.database_health(), "now": now.isoformat(),
         }  # fmt: skip
 
-    def _workflow_runs(self) -> dict[str, dict[str, int]]:
+    def stats_workflow_runs(self) -> dict[str, dict[str, int]]:
         """Workflow runs by workflow, then status (``store.workflows``)."""
         counts: dict[str, dict[str, int]] = {}
         for workflow, status, count in self._query("wf_counts"):

@@ -215,6 +215,34 @@ class WorkflowQueries(Plumbing):
             do("wf_close_waits", {"run": run_id, "now": now})
             do("wf_cancel_run", {"run": run_id, "error": error, "now": now})
 
+    def retry_step(self, run_id: int, seq: int) -> None:
+        """A failed run goes on from its failed step ``seq``: the step's job is retried by
+        hand (due now), the step is pending again, and the run's driver retried; one
+        transaction."""
+        now = self._now()
+        with self._atomic() as do:
+            rows = do("wf_run", {"run": run_id})
+            if not rows:
+                raise LookupError(f"workflow run {run_id} does not exist")
+            if rows[0][2] != "failed":
+                raise InvalidTransition(
+                    f"cannot retry a step of workflow run {run_id}: it is {rows[0][2]}; only "
+                    "a failed run's failed step can be retried (a run that caught the "
+                    "failure went on without it)"
+                )
+            reopened = do("wf_reopen_step", {"run": run_id, "seq": seq})
+            if not reopened:
+                raise InvalidTransition(
+                    f"cannot retry step {seq} of workflow run {run_id}: it is not a job "
+                    "step that failed or was cancelled"
+                )
+            for job_id in (int(reopened[0][0]), run_id):
+                if not do("retry", {"id": job_id, "now": now}):
+                    raise InvalidTransition(
+                        f"cannot retry step {seq} of workflow run {run_id}: job {job_id} is "
+                        "no longer failed or cancelled (retried already, or pruned)"
+                    )
+
     # -- rows ----------------------------------------------------------------------------
     def _step(self, r: Sequence[Any]) -> WorkflowStep:
         ts = self._decode_ts

@@ -166,3 +166,15 @@ class Workflows:
         except LookupError as exc:
             raise JobNotFound(str(exc)) from None
         return self.workflow_run(run_id)
+
+    def retry_workflow_step(self, run_id: int, seq: int) -> WorkflowRun:
+        """Let a failed run go on from its failed step ``seq`` (``WorkflowStep.seq``): the
+        step's job runs again (one more attempt) and the run replays once it ends. Only a
+        failed run: raises ``InvalidTransition`` otherwise."""
+        from ..errors import JobNotFound
+
+        try:
+            self._runtime.store.retry_step(run_id, seq)
+        except LookupError as exc:
+            raise JobNotFound(str(exc)) from None
+        return self.workflow_run(run_id)

@@ -124,3 +124,10 @@ SELECT workflow, status, count(*) FROM tickq_workflow_runs GROUP BY workflow, st
 
 -- name: wf_forget_events
 DELETE FROM tickq_workflow_events WHERE expires_at <= :now
+
+-- name: wf_reopen_step
+-- A failed run's failed step, back to pending for its job's retry by hand.
+UPDATE tickq_workflow_steps
+SET status = 'pending', result = NULL, error = NULL, finished_at = NULL
+WHERE run_id = :run AND seq = :seq AND kind = 'job' AND status IN ('failed', 'cancelled')
+RETURNING job_id
