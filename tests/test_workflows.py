@@ -581,3 +581,25 @@ def test_the_dashboard_shows_runs_cancels_them_and_retries_a_failed_step(
             assert c.get(f"{base}/tickq/workflows/999999").status_code == 404
     finally:
         q.close()
+
+
+def test_prune_keeps_a_waiting_runs_step_results_and_drops_ended_runs(shop: Shop) -> None:
+    q = shop.q
+    old = shop.checkout.start(order_id=50, items=[])
+    shop.tick()
+    shop.clock.advance(7 * DAY + timedelta(seconds=1))
+    shop.tick()  # timed out, cancelled: done
+    waiting = shop.checkout.start(order_id=51, items=[])
+    q.send_event("invoice.paid", key="order:other", data=None)
+    shop.tick()
+    shop.clock.advance(2 * DAY)
+    q.prune(older_than=DAY)  # every finished job goes, the step jobs of both runs too
+    assert q.get_job(q.workflow_run(waiting).steps[0].job_id) is None
+    with pytest.raises(Exception, match="does not exist"):
+        q.workflow_run(old)
+    q.send_event("invoice.paid", key="order:51", data={"amount": 4})
+    shop.tick()
+    shop.clock.advance(3 * DAY + timedelta(seconds=1))
+    shop.tick()
+    run = q.workflow_run(waiting)
+    assert run.status == "done" and run.steps[0].result == {"charged": 51}

@@ -445,7 +445,9 @@ class SqlStore(
         batch: int = 5000,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Delete finished jobs (and their attempts) that finished before now - older_than.
+        """Delete finished jobs (and their attempts) that finished before now - older_than,
+        and the workflow runs that ended before then (with their steps) and the events kept
+        past their time.
 
         What they counted is first added to ``tickq_totals``; ``progress(deleted_so_far)``
         is called after each batch.
@@ -458,6 +460,7 @@ class SqlStore(
             if progress is not None and deleted:
                 progress(total)
             if deleted < batch:
+                self.prune_workflows(cutoff)
                 return total
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:

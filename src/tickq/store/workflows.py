@@ -95,9 +95,12 @@ class WorkflowQueries(Plumbing):
         do("wf_wake_drivers", woken)
         do("wf_wake", woken)
 
-    def forget_events(self) -> None:
-        """Delete the events kept past their time."""
-        self._query_many([("wf_forget_events", {"now": self._now()})])
+    def prune_workflows(self, cutoff: Any) -> None:
+        """Delete the runs (and their steps) that ended before ``cutoff``, and the events
+        kept past their time."""
+        self._query_many([("wf_prune_steps", {"cutoff": cutoff}),
+                          ("wf_prune_runs", {"cutoff": cutoff}),
+                          ("wf_forget_events", {"now": self._now()})])  # fmt: skip
 
     # -- replay --------------------------------------------------------------------------
     def begin_replay(self, run_id: int) -> Replay:

@@ -152,3 +152,12 @@ UPDATE tickq_workflow_steps
 SET status = 'pending', result = NULL, error = NULL, finished_at = NULL
 WHERE run_id = :run AND seq = :seq AND kind = 'job' AND status IN ('failed', 'cancelled')
 RETURNING job_id
+
+-- name: wf_prune_steps
+DELETE FROM tickq_workflow_steps
+WHERE run_id IN (SELECT id FROM tickq_workflow_runs
+                 WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff)
+
+-- name: wf_prune_runs
+DELETE FROM tickq_workflow_runs
+WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
