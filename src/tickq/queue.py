@@ -248,7 +248,8 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         """Claim up to ``limit`` due jobs, run them here, record each outcome.
 
         Returns a JSON-serialisable report: ``claimed``, ``succeeded``, ``retried``,
-        ``snoozed`` (raised ``Snooze``: pending again, no attempt used), ``failed``,
+        ``snoozed`` (raised ``Snooze``: pending again, no attempt used), ``suspended``
+        (workflow drivers now waiting for a step, a timer or an event), ``failed``,
         ``cancelled``, ``rescued`` (jobs recovered from dead workers),
         ``stale`` (finished after losing their lease; not recorded), ``released``,
         ``refunded`` (jobs a dead worker had claimed ahead and never started: back to

@@ -47,7 +47,12 @@ class WorkflowFunction:
             payload_json = dump_payload(payload, self.name)
         except TypeError as exc:
             raise TypeError(str(exc).replace(" of job ", " of workflow ", 1)) from None
-        self._definition.check.check_payload(payload)
+        try:
+            self._definition.check.check_payload(payload)
+        except TypeError as exc:
+            raise TypeError(
+                str(exc).replace("does not fit job ", "does not fit workflow ", 1)
+            ) from None
         options = EnqueueOptions(queue=self._definition.queue)
         driver = self._runtime.new_job(DRIVER_TYPE, {"workflow": self.name}, options)
         return self._runtime.store.start_run(
