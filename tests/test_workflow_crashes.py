@@ -173,3 +173,40 @@ def test_with_a_worker_the_next_step_follows_a_step_end_within_milliseconds(
     gaps = [(b.created_at - a.finished_at).total_seconds() for a, b in pairwise(jobs)]
     print(f"{backend}: step end -> next step enqueued: {[round(g * 1000, 1) for g in gaps]} ms")
     assert max(gaps) < 0.5, gaps
+
+
+@pytest.mark.parametrize("point", ["effect-b", "replay-after-a"])
+def test_kill_9_of_a_tick_mid_step_or_mid_replay(
+    app: tuple[Any, dict[str, str]], ledger: Path, hang: Path, point: str
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT, tickq_env
+
+    module, env = app
+    (hang / point).touch()
+    run_id = module.chain.start(names=["a", "b", "c"])
+
+    def tick() -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "tickq", "tick", APP],
+                                env=tickq_env(**env), cwd=str(ROOT), text=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+
+    first = tick()
+    try:
+        eventually(lambda: hung(ledger, point), what=f"the tick to hang at {point}")
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(30) == -signal.SIGKILL
+    finally:
+        if first.poll() is None:
+            first.kill()
+    deadline = time.monotonic() + 40
+    while not done(module, run_id):  # scheduled ticks: the lease (3 s) runs out, then on
+        assert time.monotonic() < deadline, module.q.workflow_run(run_id)
+        later = tick()
+        assert later.wait(30) == 0, later.stderr.read() if later.stderr else ""
+        time.sleep(0.5)
+    assert module.q.workflow_run(run_id).result == ["a", "b", "c"]
+    assert effects(ledger) == Counter(a=1, b=1, c=1)
