@@ -113,11 +113,13 @@ RETURNING run_id
 UPDATE tickq_workflow_runs SET wakes = wakes + 1 WHERE id = ANY(CAST(:runs AS bigint[]))
 
 -- name: wf_wake_drivers
--- Listening workers are notified at commit ({@wake}).
+-- Listening workers are notified at commit ({@wake}). No test of run_after in the WHERE:
+-- the update must wait for a replay writing a driver's due time right now, then move it
+-- sooner (a row that did not match in this statement's snapshot would be skipped).
 WITH w AS (
-    UPDATE tickq_jobs SET run_after = COALESCE(CAST(:now AS timestamptz), now())
+    UPDATE tickq_jobs
+    SET run_after = LEAST(run_after, COALESCE(CAST(:now AS timestamptz), now()))
     WHERE id = ANY(CAST(:runs AS bigint[])) AND status IN ('pending', 'running')
-      AND run_after > COALESCE(CAST(:now AS timestamptz), now())
     RETURNING queue, run_after),
 due AS (SELECT queue, run_after FROM w),
 {@wake}

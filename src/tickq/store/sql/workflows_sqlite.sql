@@ -100,9 +100,8 @@ UPDATE tickq_workflow_runs SET wakes = wakes + 1
 WHERE id IN (SELECT value FROM json_each(:runs))
 
 -- name: wf_wake_drivers
-UPDATE tickq_jobs SET run_after = :now
+UPDATE tickq_jobs SET run_after = MIN(run_after, :now)
 WHERE id IN (SELECT value FROM json_each(:runs)) AND status IN ('pending', 'running')
-  AND run_after > :now
 
 -- name: wf_cancel_run
 UPDATE tickq_workflow_runs

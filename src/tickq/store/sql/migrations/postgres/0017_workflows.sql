@@ -73,9 +73,10 @@ BEGIN
         RETURN NULL;
     END IF;
     -- The driver's row before the run's, as everywhere: a driver's own finish holds its
-    -- row, then its trigger takes the run's.
-    UPDATE tickq_jobs SET run_after = NEW.updated_at
-    WHERE id = run AND status IN ('pending', 'running') AND run_after > NEW.updated_at
+    -- row, then its trigger takes the run's. No test of run_after in the WHERE: it must
+    -- wait for a replay writing the driver's due time right now, then move it sooner.
+    UPDATE tickq_jobs SET run_after = LEAST(run_after, NEW.updated_at)
+    WHERE id = run AND status IN ('pending', 'running')
     RETURNING queue INTO woken;
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), woken);

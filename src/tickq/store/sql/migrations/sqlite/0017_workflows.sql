@@ -68,9 +68,8 @@ BEGIN
         attempts = NEW.attempts, finished_at = NEW.updated_at
     WHERE run_id = json_extract(NEW.meta, '$.workflow_run') AND job_id = NEW.id
       AND status = 'pending';
-    UPDATE tickq_jobs SET run_after = NEW.updated_at
-    WHERE id = json_extract(NEW.meta, '$.workflow_run') AND status IN ('pending', 'running')
-      AND run_after > NEW.updated_at;
+    UPDATE tickq_jobs SET run_after = MIN(run_after, NEW.updated_at)
+    WHERE id = json_extract(NEW.meta, '$.workflow_run') AND status IN ('pending', 'running');
     UPDATE tickq_workflow_runs SET wakes = wakes + 1
     WHERE id = json_extract(NEW.meta, '$.workflow_run');
 END;
