@@ -142,8 +142,10 @@ def test_a_gather_of_20_steps_across_3_worker_processes(
 ) -> None:
     module, env = app
     names = [f"s{i}" for i in range(20)]
-    run_id = module.fan.start(names=names, seconds=0.1)
     workers = [worker(env, "--concurrency", "2") for _ in range(3)]
+    for w in workers:  # all three up before the run starts: each can take its share
+        w.wait_for_line("listening for enqueues")
+    run_id = module.fan.start(names=names, seconds=0.2)
     try:
         eventually(lambda: done(module, run_id), timeout=60, what="the run to complete")
     except AssertionError:
