@@ -212,3 +212,35 @@ def test_kill_9_of_a_tick_mid_step_or_mid_replay(
         time.sleep(0.5)
     assert module.q.workflow_run(run_id).result == ["a", "b", "c"]
     assert effects(ledger) == Counter(a=1, b=1, c=1)
+
+
+def test_many_runs_on_3_workers_with_events_at_random_times_all_complete(
+    app: tuple[Any, dict[str, str]], ledger: Path
+) -> None:
+    import random
+    import time
+
+    module, env = app
+    keys = [f"k{i}" for i in range(12)]
+    workers = [worker(env, "--concurrency", "3") for _ in range(3)]
+    try:
+        for w in workers:
+            w.wait_for_line("listening for enqueues")
+        order = keys[:]
+        random.shuffle(order)
+        early = order[:4]  # sent before their runs even start
+        for key in early:
+            module.q.send_event("go", key=key, data=key.upper())
+        runs_ = {key: module.mixed.start(key=key) for key in keys}
+        for key in order[4:]:  # the others while the runs go on
+            time.sleep(random.uniform(0, 0.08))
+            module.q.send_event("go", key=key, data=key.upper())
+        for key, run_id in runs_.items():
+            eventually(lambda r=run_id: done(module, r), timeout=60, what=f"run {key}")
+    finally:
+        for w in workers:
+            stop(w)
+    for key, run_id in runs_.items():
+        assert module.q.workflow_run(run_id).result == f"{key}:{key.upper()}"
+    expected = {f"{k}-{i}": 1 for k in keys for i in (*range(4), "last")}
+    assert effects(ledger) == Counter(expected)

@@ -56,3 +56,12 @@ def fan(wf: WorkflowContext, names: list[str], seconds: float = 0.0) -> list[str
     results = wf.gather([wf.start(effect, name=n, seconds=seconds) for n in names])
     wf.run(effect, name="merged")
     return list(results)
+
+
+@q.workflow()
+def mixed(wf: WorkflowContext, key: str) -> str:
+    wf.gather([wf.start(effect, name=f"{key}-{i}", seconds=0.02) for i in range(4)])
+    wf.sleep(0.3)
+    got = wf.wait_for("go", key=key, timeout=60)
+    wf.run(effect, name=f"{key}-last")
+    return f"{key}:{got}"
