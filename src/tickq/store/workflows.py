@@ -22,13 +22,15 @@ if TYPE_CHECKING:
 
     from ..job import NewJob
     from ..workflow.records import NewStep, Suspension
-    from .plumbing import Rows
+    from .plumbing import Rows, Statement
 
     Run = Callable[[str, dict[str, Any]], Rows]
     """Runs one named query in an open transaction (tickq's own, or the caller's)."""
 
 LOST = "lost"
 """What ``record_steps`` says when the driver no longer holds its attempt (nothing written)."""
+NO_STEP = 2**31 - 1
+"""Past every step: where a record with no new steps starts them."""
 CANCELLED = "cancelled"
 """What ``record_steps`` says when the run was cancelled meanwhile (nothing written)."""
 
@@ -126,58 +128,47 @@ class WorkflowQueries(Plumbing):
         suspension: Suspension | None,
     ) -> str | bool:
         """Record ``steps`` (enqueueing step jobs) and, with ``suspension``, the driver's
-        due time and the run's status, in one transaction fenced by the driver's attempt.
-        Returns True when a wait got a kept event at once (replay again), False otherwise,
-        or ``LOST`` / ``CANCELLED`` having written nothing."""
-        fence = {"run": run_id, "owner": owner, "attempt": attempt}
-        jobs: list[NewJob] = []
+        due time and the run's status, in one transaction (one round trip) fenced by the
+        driver's attempt: each statement checks it, after the first locked the driver's
+        row. Returns True when a wait got a kept event at once (replay again), False
+        otherwise, or ``LOST`` / ``CANCELLED`` having written nothing."""
+        held = {"run": run_id, "owner": owner, "attempt": attempt, "now": self._now()}
+        first = steps[0].seq if steps else NO_STEP  # where this record's new steps start
+        # The events' locks first, in order: see _wake_runs.
         waits = sorted({(s.name, s.event_key or "") for s in steps if s.kind == "event"})
-        with self._atomic() as do:
-            for name, key in waits:  # the events' locks first: see _wake_runs
-                do("wf_lock_event", {"name": name, "key": key})
-            held = do("wf_fence", fence)
-            if not held:
-                return LOST
-            if held[0][0] == "cancelled":
-                return CANCELLED
-            delivered = False
-            for step in steps:
-                delivered |= self._record_step(do, run_id, step)
-                if step.job is not None:
-                    jobs.append(step.job)
-            if suspension is not None and not delivered:
-                now = self._now()
-                do("wf_suspend", {**fence, "seen": wakes, "due": self._ts(suspension.due),
-                                  "now": now})  # fmt: skip
-                do("wf_set_status", {"run": run_id, "status": suspension.status, "now": now})
-        if jobs:
-            self._announce(jobs)
-        return delivered
+        statements: list[tuple[str, dict[str, Any]]] = [
+            ("wf_lock_event", {"name": name, "key": key}) for name, key in waits
+        ]
+        statements.append(("wf_fence", held))
+        for step in steps:
+            statements.extend(self._step_statements(held, step))
+        if suspension is not None:
+            after = {**held, "first": first, "seen": wakes, "due": self._ts(suspension.due),
+                     "status": suspension.status}  # fmt: skip
+            statements += [("wf_suspend", after), ("wf_set_status", after)]
+        statements.append(("wf_delivered", {"run": run_id, "first": first}))
+        results = self._query_many(statements)
+        fenced = results[len(waits)]
+        if not fenced:
+            return LOST
+        if fenced[0][0] == "cancelled":
+            return CANCELLED
+        self._announce([s.job for s in steps if s.job is not None])
+        return bool(results[-1][0][0])
 
-    def _record_step(self, do: Run, run_id: int, step: NewStep) -> bool:
-        """Record one step; True when it is a wait that got a kept event at once."""
-        row = {
-            "run": run_id, "seq": step.seq, "kind": step.kind, "name": step.name,
-            "status": step.status, "job_id": None, "event_key": step.event_key,
-            "event_id": None, "wake_at": self._ts(step.wake_at), "result": step.result,
-            "now": self._now(),
-        }  # fmt: skip
-        kept: Rows = []
+    def _step_statements(self, held: dict[str, Any], step: NewStep) -> list[Statement]:
+        """The statements recording one step (each checks the fence itself)."""
+        row = {**held, "seq": step.seq, "name": step.name}
         if step.job is not None:
-            row["job_id"] = self._insert_step_job(do, step.job)
-        elif step.kind == "event":
-            event = {"name": step.name, "key": step.event_key, "run": run_id, "now": row["now"]}
-            kept = do("wf_kept_event", event)  # under the event's lock (record_steps)
-            if kept:
-                row.update(status="done", event_id=int(kept[0][0]), result=kept[0][1])
-        do("wf_add_step", row)
-        return bool(kept)
-
-    def _insert_step_job(self, do: Run, job: NewJob) -> int:
-        """The step's job, inserted once: its unique key is the run's and the step's."""
-        params = self._insert_params(job)
-        rows = do("insert", params) or do("find_unique", params)
-        return int(rows[0][0])
+            job = {**self._insert_params(step.job, held["now"]), **held}
+            return [("wf_insert_step_job", job),
+                    ("wf_add_job_step", {**row, "unique_key": step.job.unique_key})]  # fmt: skip
+        if step.kind == "event":
+            wait = {**row, "key": step.event_key or "", "wake_at": self._ts(step.wake_at)}
+            return [("wf_add_event_step", wait)]
+        other = {**row, "kind": step.kind, "status": step.status,
+                 "wake_at": self._ts(step.wake_at), "result": step.result}  # fmt: skip
+        return [("wf_add_step", other)]
 
     # -- reads and cancel ------------------------------------------------------------------
     def workflow_run(self, run_id: int) -> WorkflowRun | None:

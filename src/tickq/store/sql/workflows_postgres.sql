@@ -59,39 +59,89 @@ FOR UPDATE OF j
 SELECT pg_advisory_xact_lock(hashtext('tickq_event'),
                              hashtext(current_schema() || '.' || :name || chr(31) || :key))
 
--- name: wf_add_step
-INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, job_id, event_key,
-                                  event_id, wake_at, result, created_at, finished_at)
-VALUES (:run, :seq, :kind, :name, :status, :job_id, :event_key, :event_id,
-        CAST(:wake_at AS timestamptz), CAST(:result AS json),
-        COALESCE(CAST(:now AS timestamptz), now()),
-        CASE WHEN :status IN ('done', 'timed_out')
-             THEN COALESCE(CAST(:now AS timestamptz), now()) END)
-ON CONFLICT DO NOTHING
-RETURNING seq
+-- name: wf_held
+-- (A fragment.) The driver still holds its attempt and its run goes on: what every
+-- statement of a replay's record checks (see record_steps; wf_fence locked the driver).
+EXISTS (SELECT 1 FROM tickq_jobs d JOIN tickq_workflow_runs r ON r.id = d.id
+        WHERE d.id = :run AND d.status = 'running' AND d.lease_owner = :owner
+          AND d.attempts = :attempt AND r.status IN ('running', 'waiting'))
 
--- name: wf_kept_event
--- The oldest event kept for (name, key) that this run has not received yet.
-SELECT id, CAST(data AS text) FROM tickq_workflow_events
-WHERE name = :name AND key = :key AND expires_at > COALESCE(CAST(:now AS timestamptz), now())
-  AND id NOT IN (SELECT event_id FROM tickq_workflow_steps
-                 WHERE run_id = :run AND event_id IS NOT NULL)
-ORDER BY id LIMIT 1
+-- name: wf_insert_step_job
+-- A step's job, once: its unique key is the run's and the step's. Wakes listening workers
+-- at commit ({@wake}).
+WITH j AS (
+    INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                            unique_key, unique_scope, meta, created_at, updated_at)
+    SELECT CAST(:type AS text), CAST(:queue AS text), CAST(:payload AS json),
+           CAST(:priority AS int), CAST(:max_attempts AS int),
+           COALESCE(CAST(:run_after AS timestamptz), COALESCE(CAST(:now AS timestamptz), now())),
+           CAST(:unique_key AS text), CAST(:unique_scope AS text), CAST(:meta AS jsonb),
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+    WHERE {@wf_held}
+    ON CONFLICT DO NOTHING
+    RETURNING queue, run_after),
+due AS (SELECT queue, run_after FROM j),
+{@wake}
+SELECT count(*) FROM wake
+
+-- name: wf_add_job_step
+INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, job_id, created_at)
+SELECT CAST(:run AS bigint), CAST(:seq AS int), 'job', CAST(:name AS text), 'pending',
+       (SELECT id FROM tickq_jobs WHERE unique_key = :unique_key AND unique_scope = 'all'),
+       COALESCE(CAST(:now AS timestamptz), now())
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_add_step
+-- A sleep (waiting) or a recorded value (done).
+INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, wake_at, result,
+                                  created_at, finished_at)
+SELECT CAST(:run AS bigint), CAST(:seq AS int), CAST(:kind AS text), CAST(:name AS text),
+       CAST(:status AS text), CAST(:wake_at AS timestamptz), CAST(:result AS json), COALESCE(CAST(:now AS timestamptz), now()),
+       CASE WHEN CAST(:status AS text) = 'done' THEN COALESCE(CAST(:now AS timestamptz), now()) END
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_add_event_step
+-- A wait: done at once with the oldest event kept for (name, key) that this run has not
+-- received yet, else waiting (under the event's lock: wf_lock_event).
+INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, event_key, event_id,
+                                  wake_at, result, created_at, finished_at)
+SELECT CAST(:run AS bigint), CAST(:seq AS int), 'event', CAST(:name AS text),
+       CASE WHEN e.id IS NULL THEN 'waiting' ELSE 'done' END, CAST(:key AS text), e.id,
+       CAST(:wake_at AS timestamptz), e.data, COALESCE(CAST(:now AS timestamptz), now()),
+       CASE WHEN e.id IS NOT NULL THEN COALESCE(CAST(:now AS timestamptz), now()) END
+FROM (SELECT 1) AS one LEFT JOIN (
+    SELECT id, data FROM tickq_workflow_events
+    WHERE name = :name AND key = :key AND expires_at > COALESCE(CAST(:now AS timestamptz), now())
+      AND id NOT IN (SELECT event_id FROM tickq_workflow_steps
+                     WHERE run_id = :run AND event_id IS NOT NULL)
+    ORDER BY id LIMIT 1) AS e ON true
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_delivered
+-- Whether a wait just recorded got a kept event at once (the replay then goes on).
+SELECT count(*) FROM tickq_workflow_steps
+WHERE run_id = :run AND seq >= :first AND kind = 'event' AND event_id IS NOT NULL
 
 -- name: wf_suspend
 -- The driver's due time as it suspends: its timer, or now when its run was woken since the
 -- replay read it (a step ended or an event came meanwhile: it replays again at once). A
--- wake after this moves run_after to now itself; the suspended transition keeps it.
+-- wake after this moves run_after sooner itself; the suspended transition keeps it. Not
+-- when a wait just got a kept event: the replay goes on.
 UPDATE tickq_jobs
 SET run_after = CASE WHEN (SELECT wakes FROM tickq_workflow_runs WHERE id = :run) = :seen
-                     THEN CAST(:due AS timestamptz)
-                     ELSE COALESCE(CAST(:now AS timestamptz), now()) END
-WHERE id = :run AND status = 'running' AND lease_owner = :owner
+                     THEN CAST(:due AS timestamptz) ELSE COALESCE(CAST(:now AS timestamptz), now()) END
+WHERE id = :run AND {@wf_held} AND NOT EXISTS (
+    SELECT 1 FROM tickq_workflow_steps
+    WHERE run_id = :run AND seq >= :first AND kind = 'event' AND event_id IS NOT NULL)
 
 -- name: wf_set_status
-UPDATE tickq_workflow_runs
-SET status = :status, updated_at = COALESCE(CAST(:now AS timestamptz), now())
-WHERE id = :run AND status IN ('running', 'waiting')
+UPDATE tickq_workflow_runs SET status = :status, updated_at = COALESCE(CAST(:now AS timestamptz), now())
+WHERE id = :run AND {@wf_held} AND NOT EXISTS (
+    SELECT 1 FROM tickq_workflow_steps
+    WHERE run_id = :run AND seq >= :first AND kind = 'event' AND event_id IS NOT NULL)
 
 -- name: wf_insert_event
 INSERT INTO tickq_workflow_events (name, key, data, created_at, expires_at)

@@ -52,34 +52,76 @@ WHERE j.id = :run AND j.status = 'running' AND j.lease_owner = :owner
 -- (SQLite: writers are one at a time already.)
 SELECT 1
 
--- name: wf_add_step
-INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, job_id, event_key,
-                                  event_id, wake_at, result, created_at, finished_at)
-VALUES (:run, :seq, :kind, :name, :status, :job_id, :event_key, :event_id, :wake_at,
-        :result, :now, CASE WHEN :status IN ('done', 'timed_out') THEN :now END)
-ON CONFLICT DO NOTHING
-RETURNING seq
+-- name: wf_held
+-- (A fragment.) The driver still holds its attempt and its run goes on: what every
+-- statement of a replay's record checks (see record_steps).
+EXISTS (SELECT 1 FROM tickq_jobs d JOIN tickq_workflow_runs r ON r.id = d.id
+        WHERE d.id = :run AND d.status = 'running' AND d.lease_owner = :owner
+          AND d.attempts = :attempt AND r.status IN ('running', 'waiting'))
 
--- name: wf_kept_event
--- The oldest event kept for (name, key) that this run has not received yet.
-SELECT id, data FROM tickq_workflow_events
-WHERE name = :name AND key = :key AND expires_at > :now
-  AND id NOT IN (SELECT event_id FROM tickq_workflow_steps
-                 WHERE run_id = :run AND event_id IS NOT NULL)
-ORDER BY id LIMIT 1
+-- name: wf_insert_step_job
+-- A step's job, once: its unique key is the run's and the step's.
+INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                        unique_key, unique_scope, meta, created_at, updated_at)
+SELECT :type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
+       :unique_key, :unique_scope, :meta, :now, :now
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_add_job_step
+INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, job_id, created_at)
+SELECT :run, :seq, 'job', :name, 'pending',
+       (SELECT id FROM tickq_jobs WHERE unique_key = :unique_key AND unique_scope = 'all'), :now
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_add_step
+-- A sleep (waiting) or a recorded value (done).
+INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, wake_at, result,
+                                  created_at, finished_at)
+SELECT :run, :seq, :kind, :name, :status, :wake_at, :result, :now,
+       CASE WHEN :status = 'done' THEN :now END
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_add_event_step
+-- A wait: done at once with the oldest event kept for (name, key) that this run has not
+-- received yet, else waiting (under the event's lock on Postgres).
+INSERT INTO tickq_workflow_steps (run_id, seq, kind, name, status, event_key, event_id,
+                                  wake_at, result, created_at, finished_at)
+SELECT :run, :seq, 'event', :name, CASE WHEN e.id IS NULL THEN 'waiting' ELSE 'done' END,
+       :key, e.id, :wake_at, e.data, :now, CASE WHEN e.id IS NOT NULL THEN :now END
+FROM (SELECT 1) AS one LEFT JOIN (
+    SELECT id, data FROM tickq_workflow_events
+    WHERE name = :name AND key = :key AND expires_at > :now
+      AND id NOT IN (SELECT event_id FROM tickq_workflow_steps
+                     WHERE run_id = :run AND event_id IS NOT NULL)
+    ORDER BY id LIMIT 1) AS e ON 1
+WHERE {@wf_held}
+ON CONFLICT DO NOTHING
+
+-- name: wf_delivered
+-- Whether a wait just recorded got a kept event at once (the replay then goes on).
+SELECT count(*) FROM tickq_workflow_steps
+WHERE run_id = :run AND seq >= :first AND kind = 'event' AND event_id IS NOT NULL
 
 -- name: wf_suspend
 -- The driver's due time as it suspends: its timer, or now when its run was woken since the
 -- replay read it (a step ended or an event came meanwhile: it replays again at once). A
--- wake after this moves run_after to now itself; the suspended transition keeps it.
+-- wake after this moves run_after sooner itself; the suspended transition keeps it. Not
+-- when a wait just got a kept event: the replay goes on.
 UPDATE tickq_jobs
 SET run_after = CASE WHEN (SELECT wakes FROM tickq_workflow_runs WHERE id = :run) = :seen
                      THEN :due ELSE :now END
-WHERE id = :run AND status = 'running' AND lease_owner = :owner
+WHERE id = :run AND {@wf_held} AND NOT EXISTS (
+    SELECT 1 FROM tickq_workflow_steps
+    WHERE run_id = :run AND seq >= :first AND kind = 'event' AND event_id IS NOT NULL)
 
 -- name: wf_set_status
 UPDATE tickq_workflow_runs SET status = :status, updated_at = :now
-WHERE id = :run AND status IN ('running', 'waiting')
+WHERE id = :run AND {@wf_held} AND NOT EXISTS (
+    SELECT 1 FROM tickq_workflow_steps
+    WHERE run_id = :run AND seq >= :first AND kind = 'event' AND event_id IS NOT NULL)
 
 -- name: wf_insert_event
 INSERT INTO tickq_workflow_events (name, key, data, created_at, expires_at)
