@@ -195,6 +195,7 @@ class WorkflowQueries(Plumbing):
         """Cancel a running or waiting run: its driver job and its open step jobs are
         cancelled (asked to stop, if running), its waits closed; one transaction."""
         now = self._now()
+        # Locks as a step's finish takes them: its job's row, then the driver's, the run's.
         with self._atomic() as do:
             rows = do("wf_run", {"run": run_id})
             if not rows:
@@ -203,11 +204,18 @@ class WorkflowQueries(Plumbing):
                 raise InvalidTransition(
                     f"cannot cancel workflow run {run_id}: it is {rows[0][2]} already"
                 )
-            for (job_id,) in do("wf_open_jobs", {"run": run_id}):
-                do("cancel", {"id": job_id, "now": now})
+            self._cancel_open_steps(do, run_id, now)
             do("cancel", {"id": run_id, "now": now})
-            do("wf_close_waits", {"run": run_id, "now": now})
             do("wf_cancel_run", {"run": run_id, "error": error, "now": now})
+        # A replay that recorded steps while that ran (its fence passed first) left their
+        # jobs open; none can record after it, so once more finds them all.
+        with self._atomic() as do:
+            self._cancel_open_steps(do, run_id, now)
+        self._query_many([("wf_close_waits", {"run": run_id, "now": now})])
+
+    def _cancel_open_steps(self, do: Run, run_id: int, now: Any) -> None:
+        for (job_id,) in do("wf_open_jobs", {"run": run_id}):
+            do("cancel", {"id": job_id, "now": now})
 
     def retry_step(self, run_id: int, seq: int) -> None:
         """A failed run goes on from its failed step ``seq``: the step's job is retried by
