@@ -246,8 +246,10 @@ CREATE INDEX tickq_workflow_events_expiry ON tickq_workflow_events (expires_at);
 -- A step job ended (by its worker, a rescue or a cancel): its result is recorded once, and
 -- its run woken (due now, unless due sooner; a driver replaying right then keeps the due
 -- time it gets here, see tickq_workflow_steps and the suspended transition).
+-- (NEW.meta IS NOT NULL first: most jobs have none, and json_extract costs every finish µs.)
 CREATE TRIGGER tickq_workflow_step_ended AFTER UPDATE OF status ON tickq_jobs
-WHEN OLD.status IN ('pending', 'running') AND NEW.status IN ('done', 'failed', 'cancelled')
+WHEN NEW.meta IS NOT NULL AND NEW.status IN ('done', 'failed', 'cancelled')
+     AND OLD.status IN ('pending', 'running')
      AND json_extract(NEW.meta, '$.workflow_run') IS NOT NULL
 BEGIN
     UPDATE tickq_workflow_steps
