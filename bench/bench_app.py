@@ -43,21 +43,32 @@ def _log_fd() -> int:
     return int(_sink["fd"])  # type: ignore[call-overload]
 
 
+def key_of(payload: dict[str, object]) -> str:
+    """The ``keyed`` limit's key: one of ``KEYS`` accounts, taking turns."""
+    return str(int(payload["n"]) % KEYS)  # type: ignore[call-overload]
+
+
+KEYS = 100
 LIMITS: dict[str, dict[str, object]] = {
     "none": {},
     "concurrency": {"concurrency": 1000},
     "rate": {"rate_limit": "1000000/s"},
+    "keyed": {"concurrency": 1000, "concurrency_key": key_of},
+    "keyed_each": {"concurrency": 1, "concurrency_key": "n"},
 }
 """``TICKQ_BENCH_LIMIT``: the limit ``noop`` declares; each is far above what a run reaches,
-so the figures show what checking a limit costs, not a limit holding jobs back."""
+so the figures show what checking a limit costs, not a limit holding jobs back. ``keyed``:
+per key, over ``KEYS`` keys; ``keyed_each``: one at a time per key, each job its own key
+(the most keys a claim can walk)."""
 
 
-def make_queue(url: str) -> Queue:
+def make_queue(url: str, limit: str | None = None) -> Queue:
     """A Queue on ``url`` with the benchmark's ``noop`` job registered (tickq defaults, and
-    the limit ``TICKQ_BENCH_LIMIT`` names, if any)."""
+    the limit ``limit`` or else ``TICKQ_BENCH_LIMIT`` names, if any). A keyed limit's key is
+    computed at enqueue: the process that fills the queue registers the same limit."""
     q = Queue(url)
 
-    @q.job(**LIMITS[os.environ.get("TICKQ_BENCH_LIMIT") or "none"])  # type: ignore[call-overload]
+    @q.job(**LIMITS[limit or os.environ.get("TICKQ_BENCH_LIMIT") or "none"])  # type: ignore[call-overload]
     def noop(n: int) -> None:
         os.write(_log_fd(), b"%d %.6f\n" % (n, time.time()))
 

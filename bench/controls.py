@@ -9,14 +9,22 @@ unlimited one's.
 
 from __future__ import annotations
 
+import bench_app
 from figures import Figure, repeat
 from processing import Config, Drainer
 
-KINDS = (("concurrency", "concurrency=1000"), ("rate", 'rate_limit="1000000/s"'))
+KINDS = (
+    ("concurrency", "concurrency=1000"),
+    ("rate", 'rate_limit="1000000/s"'),
+    ("keyed", f"concurrency=1000 per key, {bench_app.KEYS} keys"),
+    ("keyed_each", "concurrency=1 per key, a key per job"),
+)
 
 
 class LimitedDrainer(Drainer):
-    """A ``Drainer`` whose processes declare ``limit`` on ``noop`` (``bench_app.LIMITS``)."""
+    """A ``Drainer`` whose processes declare ``limit`` on ``noop`` (``bench_app.LIMITS``);
+    it fills the queue through a Queue declaring it too (a keyed limit's key is computed
+    at enqueue)."""
 
     limit = "none"
 
@@ -24,11 +32,13 @@ class LimitedDrainer(Drainer):
         return {**super()._env(log_dir), "TICKQ_BENCH_LIMIT": self.limit}
 
     def with_limit(self, limit: str, run) -> float:  # type: ignore[no-untyped-def]
-        self.limit = limit
+        self.limit, unlimited = limit, self.q
+        self.q = bench_app.make_queue(self.db.url, limit)
         try:
             return float(run())
         finally:
-            self.limit = "none"
+            self.q.close()
+            self.limit, self.q = "none", unlimited
 
 
 def controls_figures(d: LimitedDrainer, one_n: int, runs: int) -> list[Figure]:

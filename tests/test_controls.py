@@ -137,7 +137,9 @@ def test_a_type_registered_after_the_first_claim_declares_its_limit(queue: Queue
 
     queue.process_jobs()
     assert queue._store.limits() == {"later": Limit(1, None, None)}
-    assert queue.stats()["limits"] == {"later": {"concurrency": 1, "rate_limit": None}}
+    assert queue.stats()["limits"] == {
+        "later": {"concurrency": 1, "rate_limit": None, "per_key": False}
+    }
 
 
 def test_pause_refuses_a_bad_queue_name(queue: Queue) -> None:
@@ -158,7 +160,8 @@ def test_cli_pause_resume_and_stats(db_url: str) -> None:
     run_tickq("tick", app, **env)  # a claim declares the app's limits
     stats = run_tickq("stats", app, **env)
     assert "paused queues: emails" in stats.stdout
-    assert "limited types: capped (concurrency 2), solo (concurrency 1), " \
+    assert "limited types: capped (concurrency 2), per_account (concurrency 1 per key), " \
+           "rated_per_account (rate 3/s per key), solo (concurrency 1), " \
            "throttled (rate 5/s)" in stats.stdout  # fmt: skip
     resumed = run_tickq("resume", app, "emails", **env)
     assert "queue 'emails' resumed" in resumed.stdout and q.paused() == set()

@@ -26,6 +26,7 @@ UNSET = (
     "TICKQ_APP",
     "TICKQ_DATABASE_URL",
     "TICKQ_HEARTBEAT_URL",
+    "TICKQ_LOG_FORMAT",
     "TICKQ_METRICS_TOKEN",
     "TICKQ_ALERT_WEBHOOK_URL",
     "TICKQ_ALERT_EMAIL_TO",
@@ -57,7 +58,8 @@ def python_blocks(page: Path) -> list[tuple[str, int, str]]:
 def test_pages_have_examples() -> None:
     """The collector finds the examples: a broken fence pattern must not pass silently."""
     names = {page.name for page in PAGES if python_blocks(page)}
-    assert {"README.md", "tutorial.md", "sleeping-hosts.md", "failures.md"} <= names
+    pages = {"README.md", "tutorial.md", "sleeping-hosts.md", "failures.md", "observability.md"}
+    assert pages <= names
 
 
 def test_skipped_blocks_say_why() -> None:

@@ -102,8 +102,8 @@ def test_lines_held_in_a_batch_are_written_together_and_in_order() -> None:
     import io
     import logging
 
-    from tickq.logfmt import StderrHandler, TextFormatter
-    from tickq.logger import HOLDERS, held_lines
+    from tickq.logfmt import HOLDERS, StderrHandler, TextFormatter
+    from tickq.logger import held_lines
 
     stream = io.StringIO()
     handler = StderrHandler(stream)

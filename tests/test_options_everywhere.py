@@ -36,6 +36,13 @@ from tickq.job_options import (
 from tickq.registry import JobDefinition, JobFunction
 from tickq.webhooks import HMAC
 
+
+def sample_key(payload: dict[str, Any]) -> str:
+    """A ``concurrency_key`` function (a field name is checked against the job's signature,
+    which differs between the entry points here)."""
+    return str(payload.get("account", ""))
+
+
 JOB_SAMPLES: dict[str, Any] = {
     "name": "sample_job",
     "max_attempts": 7,
@@ -47,6 +54,7 @@ JOB_SAMPLES: dict[str, Any] = {
     "max_snooze": timedelta(hours=2),
     "concurrency": 2,
     "rate_limit": "10/m",
+    "concurrency_key": sample_key,
 }
 """A value for each job option, none of them its default."""
 JOB_HELD = {**JOB_SAMPLES, "backoff": [5.0, 9.0, 9.0]}
@@ -69,6 +77,7 @@ DJANGO_TASK_LACKS = {
     "max_delay": "not in TickqTask's options yet",
     "concurrency": "not in TickqTask's options yet",
     "rate_limit": "not in TickqTask's options yet",
+    "concurrency_key": "not in TickqTask's options yet",
 }
 """The job options a Django task (``@task(...)``, a ``TickqTask``) has no field for."""
 DJANGO_USING = {"run_after": "run_after", "unique_key": "unique_key", "priority": "priority",
@@ -81,15 +90,18 @@ DJANGO_ENQUEUE_LACKS = {
 
 
 def held(value: Any) -> Any:
-    """An option as the definition holds it, comparable with ``JOB_HELD``."""
-    return [value(attempt) for attempt in (1, 2, 3)] if callable(value) else value
+    """An option as the definition holds it, comparable with ``JOB_HELD`` (a backoff policy
+    as its first three delays; the key function as itself)."""
+    if value is sample_key or not callable(value):
+        return value
+    return [value(attempt) for attempt in (1, 2, 3)]
 
 
 def assert_job_options_arrived(definition: JobDefinition | None) -> None:
     assert definition is not None
     assert {name: held(getattr(definition.options, name)) for name in JobOptions.fields} == JOB_HELD
     assert {name: held(getattr(definition, name)) for name in JobOptions.fields} == JOB_HELD
-    assert definition.limit == Limit(2, 10, 60.0)
+    assert definition.limit == Limit(2, 10, 60.0, keyed=True)
 
 
 def test_the_samples_cover_every_option_with_a_value_other_than_its_default() -> None:

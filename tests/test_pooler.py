@@ -412,3 +412,57 @@ def test_concurrency_limit_holds_through_a_transaction_pooler(
     spans = intervals(tmp_path, "capped")
     assert len(spans) == 30 and most_at_once(spans) == 2
     assert len({n["pid"] for n in runs(tmp_path)}) == 3
+
+
+def test_a_limit_per_key_holds_through_a_transaction_pooler(pooled: Start, tmp_path: Path) -> None:
+    """Per-key limits take the same transaction-scoped advisory lock and keep their cursor
+    in a table, nothing in the session: through pgbouncer (transaction mode, two server
+    connections for three workers) each key still runs one job at a time, keys side by side."""
+    from test_keyed_workers import (
+        assert_one_per_key_and_keys_in_parallel,
+        keyed_queue,
+        run_five_keys_of_twenty,
+    )
+
+    bouncer, schema = pooled("transaction", pool_size=2)
+    url = bouncer.url(schema) + "?pooler=transaction"
+    q = keyed_queue(url)
+    try:
+        sampler = run_five_keys_of_twenty(
+            q, lambda: keyed_workers(url, tmp_path), tmp_path, lambda: done_count(schema)["done"]
+        )
+    finally:
+        q.close()
+    assert_one_per_key_and_keys_in_parallel(tmp_path, sampler)
+
+
+def test_a_rate_limit_per_key_holds_through_a_transaction_pooler(
+    pooled: Start, tmp_path: Path
+) -> None:
+    from test_keyed_workers import keyed_queue, run_rated_per_account
+
+    bouncer, schema = pooled("transaction", pool_size=2)
+    url = bouncer.url(schema) + "?pooler=transaction"
+    q = keyed_queue(url)
+    try:
+        run_rated_per_account(q, lambda: keyed_workers(url, tmp_path), tmp_path)
+    finally:
+        q.close()
+
+
+def keyed_workers(url: str, runs_dir: Path) -> list[WorkerProcess]:
+    """Three workers of 8 slots through the pooler at ``url``, each on its own queue."""
+    env = {"TICKQ_DATABASE_URL": url, "TICKQ_TEST_RUNS": str(runs_dir)}
+    procs = [
+        WorkerProcess("--queues", f"q{i}", "--concurrency", "8", "--poll-interval", "0.1",
+                      app="apps.controls_app:q", **env)
+        for i in (1, 2, 3)
+    ]  # fmt: skip
+    try:
+        for w in procs:
+            w.wait_for_line("worker")
+    except BaseException:
+        for w in procs:
+            w.__exit__()
+        raise
+    return procs

@@ -21,6 +21,7 @@ SAME_MEANING = {
     ("INTEGER", "smallint"): "integer",
     ("INTEGER", "integer"): "integer",
     ("INTEGER", "bigint"): "integer",
+    ("INTEGER", "boolean"): "a flag (SQLite: 0 or 1)",
     ("REAL", "double precision"): "floating point number",
     ("TEXT", "text"): "text",
     ("TEXT", "timestamp with time zone"): "a time (SQLite: ISO-8601 UTC text)",
@@ -47,6 +48,8 @@ ON_PURPOSE = {
     "function tickq_due_ahead": "Postgres only: tickq_due for claims ahead",
     "function tickq_due_limited": "Postgres only: the claim of limited types, under an "
     "advisory lock per type; SQLite's claim_limited statement runs alone under BEGIN IMMEDIATE",
+    "function tickq_due_keyed": "Postgres only: the claim of one keyed type, key by key, "
+    "under its type's advisory lock; SQLite runs claim_keyed per key under BEGIN IMMEDIATE",
 }
 
 

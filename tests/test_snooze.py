@@ -290,13 +290,18 @@ def test_a_database_at_schema_8_keeps_its_history_through_migration_11(db_url: s
 
     q = Queue(db_url, clock=FrozenClock(), strict=False)
     migrate(q._store, [m for m in migrations(q._store.dialect) if m[0] <= 8])
-    job_id = q.enqueue("t", {})
+    # The row as schema 8 held it (an enqueue now writes columns of later schemas).
+    raw_sql(q, "INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,"
+               " created_at, updated_at) VALUES ('t', 'default', '{}', 0, 4, "
+               "'2026-01-05T09:00:00+00:00', '2026-01-05T09:00:00+00:00', "
+               "'2026-01-05T09:00:00+00:00')")  # fmt: skip
     raw_sql(q, "UPDATE tickq_jobs SET status = 'failed', attempts = 1, "
                "attempted_at = run_after, finished_at = run_after")  # fmt: skip
     raw_sql(q, "INSERT INTO tickq_attempts (job_id, attempt, started_at, finished_at, outcome,"
                " error) SELECT id, 1, attempted_at, finished_at, 'error', 'E: old' "
                "FROM tickq_jobs")  # fmt: skip
     assert 11 in q.migrate()
+    [job_id] = [job.id for job in q.list_jobs()]
     [attempt] = q.attempts(job_id)
     assert (attempt.attempt, attempt.outcome, attempt.error) == (1, "error", "E: old")
     job = q.get_job(job_id)

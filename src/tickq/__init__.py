@@ -61,7 +61,9 @@ __all__ = [
 _PUBLIC_MODULES = (
     "tickq.alerts",
     "tickq.contrib.django",
+    "tickq.contrib.sentry",
     "tickq.dashboard",
+    "tickq.logfmt",
     "tickq.metrics",
     "tickq.plan",
     "tickq.retry",

@@ -12,6 +12,7 @@ from .execute import execute
 from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
 from .outbox import Outbox
+from .runtime import watching
 from .signals import noting_signals
 from .store import RECORDED_FIELDS, Recorded
 from .trouble import worth_retrying as _worth_retrying
@@ -79,6 +80,10 @@ def run_cycle(
     report = new_report()
     runtime.flush_outbox()  # before any rescue: they are this process's, finished
     runtime.declare_limits()
+    if watching():
+        from .observe import queues as watch_queues
+
+        watch_queues(runtime.store)
     rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     jobs = _claim(runtime, 1, queues, report) if limit else []
@@ -176,8 +181,7 @@ def record_and_claim(
     already waited for the database (the worker keeps them across its own retries). An
     outcome that waited and comes back stale was taken over meanwhile: its run's history
     row says so."""
-    keeper.finished(o.job for o in outcomes)
-    lost = {o.job.id for o in outcomes if keeper.is_lost(o.job)}
+    lost = keeper.finished(o.job for o in outcomes)
     applied, stale = outcomes, []
     if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
         stale = [o.job for o in outcomes if o.job.id in lost or o.kind == "stale"]

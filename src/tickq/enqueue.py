@@ -6,6 +6,7 @@ are validated once, at enqueue, the same on SQLite and Postgres.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 from .errors import ConfigurationError, UnknownJobType
@@ -15,7 +16,6 @@ from .payload import dump_payload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from datetime import datetime
     from typing import Any
 
@@ -32,9 +32,12 @@ def new_job(
     payload: Mapping[str, Any] | None = None,
     options: EnqueueOptions | None = None,
     meta: Mapping[str, Any] | None = None,
+    external: bool = False,
 ) -> NewJob:
     """Validate one job and return the row to insert: ``options`` are checked already,
-    and what they leave out (None) is the job type's."""
+    and what they leave out (None) is the job type's. Typed parameters are converted to
+    JSON here; ``external``: the payload is JSON from outside (a webhook, the CLI), whose
+    typed values are checked in their JSON form instead."""
     definition = registry.definition(job_type)
     if definition is None and strict:
         known = ", ".join(sorted(registry.job_names())) or "none"
@@ -44,6 +47,8 @@ def new_job(
             "that another process handles"
         )
     check_job_type(job_type)
+    if definition is not None and definition.types.fields() and isinstance(payload, Mapping):
+        payload = definition.types.dump(payload, job_type, external)
     payload_json = dump_payload(payload, job_type)
     if definition is not None:
         definition.check_payload(payload or {})
@@ -59,6 +64,8 @@ def new_job(
         run_after=due_at(clock, chosen.run_after), unique_key=chosen.unique_key,
         unique_scope=chosen.unique_scope if chosen.unique_key is not None else None,
         meta_json=json.dumps(dict(meta)) if meta else None,
+        concurrency_key=None if definition is None else definition.key_of(payload or {}),
+        unregistered=definition is None,
     )  # fmt: skip
 
 

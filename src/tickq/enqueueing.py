@@ -68,7 +68,10 @@ class Enqueueing:
         The job receives exactly ``payload``, or nothing is stored: a value JSON would
         change or can't carry, a payload that doesn't fit the function (names, simple
         annotations) or a bad option raises ``TypeError`` / ``ValueError`` naming the field
-        or option, the same on every backend (see docs/payloads.md).
+        or option, the same on every backend (see docs/payloads.md). Parameters annotated
+        with ``datetime``, ``date``, ``Decimal``, ``UUID``, an ``Enum``, a dataclass, a
+        ``TypedDict`` or a Pydantic model take those types, converted to JSON here and
+        rebuilt for the function (docs/payload-types.md).
         """
         options = EnqueueOptions(
             run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
@@ -85,6 +88,14 @@ class Enqueueing:
     ) -> int:
         """``enqueue`` with its options checked."""
         return self._runtime.insert([self._runtime.new_job(job_type, payload, options)], conn)[0]
+
+    def _enqueue_json(
+        self, job_type: str, payload: Mapping[str, Any], options: EnqueueOptions
+    ) -> int:
+        """``enqueue`` of a payload that is JSON from outside (the CLI): typed parameters
+        take their JSON forms, checked against the annotations the same way."""
+        job = self._runtime.new_job(job_type, payload, options, external=True)
+        return self._runtime.insert([job])[0]
 
     async def enqueue_async(
         self,
@@ -120,9 +131,16 @@ class Enqueueing:
             import asyncio
 
             return (await asyncio.to_thread(self._runtime.insert, [job]))[0]
+        from .runtime import watching
         from .store.foreign import insert_on_async
 
-        return (await insert_on_async(self._runtime.store, conn, [job]))[0]
+        watchers = watching()
+        if not watchers:
+            return (await insert_on_async(self._runtime.store, conn, [job]))[0]
+        from .observe import sent_async
+
+        store = self._runtime.store
+        return (await sent_async(watchers, [job], lambda js: insert_on_async(store, conn, js)))[0]
 
     def enqueue_many(
         self,

@@ -32,12 +32,13 @@ def key_of(job: Job) -> Key:
 class Held:
     """One claimed attempt of a job, from its claim until it is dropped."""
 
-    __slots__ = ("asked", "collected", "confirmed", "job", "lease_until", "lost", "order",
-                 "outcome", "recording", "replaced", "since", "started", "task",
+    __slots__ = ("asked", "collected", "confirmed", "job", "key", "lease_until", "lost",
+                 "order", "outcome", "recording", "replaced", "since", "started", "task",
                  "withdrawn")  # fmt: skip
 
     def __init__(self, job: Job, now: float, lease_until: float, started: bool) -> None:
         self.job = job
+        self.key: Key = (job.id, job.attempts)  # see key_of
         self.since = now  # monotonic: when it was claimed (cancel checks wait a while)
         self.lease_until = lease_until  # monotonic: its lease runs out, unless renewed
         self.started = started  # it runs (or ran)
@@ -51,10 +52,6 @@ class Held:
         self.withdrawn = False  # taken out of the line, never started: to give back
         self.task: Future[None] | None = None  # an async run, to cancel
         self.replaced: Held | None = None  # the run of this attempt this claim replaced
-
-    @property
-    def key(self) -> Key:
-        return key_of(self.job)
 
     @property
     def in_hand(self) -> bool:
@@ -79,6 +76,11 @@ class Holdings:
         self._in_hand = 0
         self._collected = 0
         self._withdrawn = 0
+        self._arrived: list[Held] = []  # outcomes handed over since the last collect
+        self._recording: dict[Key, Held] = {}  # collected, not yet dropped: to record
+        # Records lost, and records replacing an older run still going: while there are
+        # none, no held run is lost (is_lost and recording need not look each one up).
+        self._odd = 0
         self.timing = False  # the worker times a batch of outcomes (it wakes by itself)
 
     def __len__(self) -> int:
@@ -89,7 +91,9 @@ class Holdings:
 
     def get(self, job: Job) -> Held | None:
         """The record of ``job``'s run (None once dropped, or for another attempt)."""
-        top = held = self._held.get(key_of(job))
+        top = held = self._held.get((job.id, job.attempts))
+        if top is not None and top.job is job:
+            return top
         while held is not None and held.job is not job:
             held = held.replaced
         return top if held is None and top is not None and top.job == job else held
@@ -98,32 +102,46 @@ class Holdings:
     def add(self, jobs: Iterable[Job], lease_seconds: float, started: bool = False) -> None:
         """Hold ``jobs`` (claimed now); ``started``: they run at once."""
         now = self.clock()
+        until = now + lease_seconds
+        records = self._held
         with self._lock:
             for job in jobs:
-                held = Held(job, now, now + lease_seconds, started)
-                old = self._held.get(held.key)
+                held = Held(job, now, until, started)
+                key = held.key
+                old = records.get(key)
                 if old is not None:
-                    self._count(old, -1)
+                    self._forget(old)
                     if old.job is not job:
                         held.replaced = old if old.in_hand else old.replaced
-                self._held[held.key] = held
-                self._count(held, +1)
+                        self._odd += held.replaced is not None
+                records[key] = held
+                self._in_hand += 1
 
     def drop(self, jobs: Iterable[Job]) -> list[Job]:
         """Forget ``jobs`` (those of the attempts held); returns them."""
         dropped = []
+        records = self._held
         with self._lock:
             for job in jobs:
-                held = self._held.pop(key_of(job), None)
+                held = records.pop((job.id, job.attempts), None)
                 if held is not None:
-                    self._count(held, -1)
+                    self._forget(held)
                     dropped.append(job)
         return dropped
 
+    def _forget(self, held: Held) -> None:
+        """``held`` leaves the records (dropped, or replaced by a new claim)."""
+        self._count(held, -1)
+        self._odd -= held.lost + (held.replaced is not None)
+        if held.collected:
+            self._recording.pop(held.key, None)
+
     def _count(self, held: Held, sign: int) -> None:
-        self._in_hand += sign * held.in_hand
-        self._collected += sign * held.collected
-        self._withdrawn += sign * held.withdrawn
+        if held.collected or held.withdrawn:
+            self._collected += sign * held.collected
+            self._withdrawn += sign * held.withdrawn
+        else:
+            self._in_hand += sign
 
     # -- what the pool tells --------------------------------------------------------------
     def start(self, job: Job) -> None:
@@ -152,11 +170,14 @@ class Holdings:
             held = self.get(outcome.job)
             if held is not None and held.outcome is None:
                 held.outcome, held.order = outcome, next(self._order)
+                self._arrived.append(held)
                 self._uncollected += 1
             return self._uncollected, self.timing
 
     def is_lost(self, job: Job) -> bool:
         """True once ``job``'s run is known to be no longer ours (cheap: no lock)."""
+        if not self._odd:
+            return False
         held = self.get(job)
         return held is not None and (held.lost or held is not self._held.get(held.key))
 
@@ -168,25 +189,35 @@ class Holdings:
             if not self._uncollected:
                 self.timing = bool(self._collected)
                 return [], []
-            fresh = [h for h in self._held.values() if h.outcome is not None and not h.collected]
-            stale = [h.replaced for h in self._held.values() if _ended(h.replaced)]
+            records, arrived, self._arrived = self._held, self._arrived, []
+            fresh = [h for h in arrived if records.get(h.key) is h and not h.collected]
+            stale = self._take_stale() if self._odd else []
             for held in fresh:
                 self._count(held, -1)
                 held.collected = True
                 self._count(held, +1)
-            for held in self._held.values():
-                if _ended(held.replaced):
-                    held.replaced = held.replaced.replaced  # type: ignore[union-attr]
+                self._recording[held.key] = held
             self._uncollected = 0
             self.timing = bool(fresh or stale or self._collected)
-        return _outcomes(fresh), _outcomes(stale)  # type: ignore[arg-type]
+        stale.sort(key=_order)
+        return _outcomes(fresh), _outcomes(stale)
+
+    def _take_stale(self) -> list[Held]:
+        """The ended runs that newer claims replaced, unlinked from them."""
+        stale = []
+        for held in self._held.values():
+            if _ended(held.replaced):
+                stale.append(held.replaced)
+                held.replaced = held.replaced.replaced  # type: ignore[union-attr]
+                self._odd -= held.replaced is None
+        return stale  # type: ignore[return-value]
 
     def unrecorded(self) -> list[Outcome]:
         """The collected outcomes not yet recorded (the worker drops each once recorded)."""
         with self._lock:
-            if not self._collected:
+            if not self._recording:
                 return []
-            return _outcomes([h for h in self._held.values() if h.collected])
+            return _outcomes(self._recording.values())
 
     def in_hand(self) -> list[Job]:
         """The jobs handed to the pool whose outcome is not yet collected."""
@@ -264,6 +295,7 @@ class Holdings:
                 if job_id in owned:
                     held.lease_until = until
                 elif not held.recording:
+                    self._odd += not held.lost
                     held.lost = True
                     lost.append(held)
         return lost
@@ -284,13 +316,18 @@ class Holdings:
                     asked.append(held.job)
         return asked
 
-    def recording(self, jobs: Iterable[Job]) -> None:
-        """The outcomes of ``jobs`` go to the database now."""
+    def recording(self, jobs: Iterable[Job]) -> set[int]:
+        """The outcomes of ``jobs`` go to the database now; returns the ids of those whose
+        run is no longer ours (see ``is_lost``): theirs are stale."""
+        lost = set()
         with self._lock:
             for job in jobs:
                 held = self.get(job)
                 if held is not None:
                     held.recording = True
+                    if self._odd and (held.lost or held is not self._held.get(held.key)):
+                        lost.add(job.id)
+        return lost
 
     def lost_ids(self) -> set[int]:
         with self._lock:
@@ -306,6 +343,11 @@ def _ended(held: Held | None) -> bool:
     return held is not None and held.outcome is not None
 
 
-def _outcomes(records: list[Held]) -> list[Outcome]:
-    records.sort(key=lambda h: h.order)
+def _order(held: Held) -> int:
+    return held.order
+
+
+def _outcomes(records: Iterable[Held]) -> list[Outcome]:
+    """The outcomes of ``records``, which are in the order they came (collect takes them as
+    they arrived, and keeps them so)."""
     return [h.outcome for h in records if h.outcome is not None]

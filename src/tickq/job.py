@@ -194,6 +194,15 @@ def out_of_attempts(attempts: int, max_attempts: int) -> bool:
     return attempts >= max_attempts
 
 
+def queue_wait(job: Job) -> float | None:
+    """Seconds from when ``job`` was due (enqueued, for one to run at once; its retry or
+    delay's time otherwise) to its claim, both on the store's clock."""
+    if job.attempted_at is None:
+        return None
+    due = max(job.run_after, job.created_at)
+    return max((job.attempted_at - due).total_seconds(), 0.0)
+
+
 JOB_FIELDS = (
     "id", "type", "queue", "payload", "status", "priority", "attempts", "max_attempts",
     "run_after", "last_error", "unique_key", "created_at", "updated_at", "attempted_at",
@@ -386,7 +395,13 @@ class NewJob(Frozen):
 
     __slots__ = ()
     _fields = ("type", "payload_json", "queue", "priority", "max_attempts", "run_after",
-               "unique_key", "unique_scope", "meta_json")  # fmt: skip
+               "unique_key", "unique_scope", "meta_json", "concurrency_key",
+               "unregistered")  # fmt: skip
+    _docs = {
+        "concurrency_key": "The key its type's limits apply to (a keyed type), else None.",
+        "unregistered": "Enqueued by a process that doesn't register the type, so it could "
+        "not compute a key: the store gives it the key '' if the type is keyed.",
+    }
 
     if TYPE_CHECKING:
         type: str
@@ -398,6 +413,8 @@ class NewJob(Frozen):
         unique_key: str | None
         unique_scope: str | None
         meta_json: str | None
+        concurrency_key: str | None
+        unregistered: bool
 
     def __new__(
         cls,
@@ -410,6 +427,9 @@ class NewJob(Frozen):
         unique_key: str | None,
         unique_scope: str | None,
         meta_json: str | None = None,
+        concurrency_key: str | None = None,
+        unregistered: bool = False,
     ) -> NewJob:
         return tuple.__new__(cls, (type, payload_json, queue, priority, max_attempts, run_after,
-                                   unique_key, unique_scope, meta_json))  # fmt: skip
+                                   unique_key, unique_scope, meta_json, concurrency_key,
+                                   unregistered))  # fmt: skip

@@ -13,13 +13,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from .clock import require_aware
-from .controls import job_limit
+from .controls import check_concurrency_key, job_limit
 from .errors import ConfigurationError
 from .retry import as_backoff
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, Self
 
     from .controls import Limit
@@ -92,11 +92,12 @@ class JobOptions(Options):
     """How a job type runs: what ``@q.job`` takes (see ``Queue.job`` for each option).
 
     Held as checked: ``backoff`` as its policy (``(attempt) -> seconds | None``), and the
-    concurrency and rate limits also as one ``limit`` (``controls.Limit``, or None).
+    concurrency and rate limits also as one ``limit`` (``controls.Limit``, or None; keyed
+    when ``concurrency_key`` is set).
     """
 
     fields = ("name", "max_attempts", "backoff", "queue", "priority", "timeout", "max_delay",
-              "max_snooze", "concurrency", "rate_limit")  # fmt: skip
+              "max_snooze", "concurrency", "rate_limit", "concurrency_key")  # fmt: skip
     __slots__ = (*fields, "limit")
 
     if TYPE_CHECKING:
@@ -110,6 +111,7 @@ class JobOptions(Options):
         max_snooze: timedelta | None
         concurrency: int | None
         rate_limit: str | None
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None
         limit: Limit | None
 
     def __init__(
@@ -125,11 +127,14 @@ class JobOptions(Options):
         max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
         concurrency: int | None = None,
         rate_limit: str | None = None,
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         self._set(
             max_attempts=check_max_attempts(max_attempts), priority=check_priority(priority),
-            max_snooze=check_max_snooze(max_snooze), limit=job_limit(concurrency, rate_limit),
+            max_snooze=check_max_snooze(max_snooze),
+            limit=job_limit(concurrency, rate_limit, concurrency_key),
             concurrency=concurrency, rate_limit=rate_limit, timeout=check_timeout(timeout),
+            concurrency_key=check_concurrency_key(concurrency_key),
             queue=check_queue(queue), backoff=as_backoff(backoff),
             max_delay=check_max_delay(max_delay),
             name=None if name is None else check_job_type(name),

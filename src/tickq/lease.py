@@ -97,11 +97,12 @@ class LeaseKeeper:
         """``job`` (held) started: the next renewal records it, unless a round trip does."""
         self.holdings.start(job)
 
-    def finished(self, jobs: Iterable[Job]) -> None:
+    def finished(self, jobs: Iterable[Job]) -> set[int]:
         """``jobs`` ran and their outcomes are about to be recorded: keep renewing them until
         dropped, but a lease found gone meanwhile is the record's to judge (it is fenced), not
-        a loss to warn about (the record itself may have just ended it)."""
-        self.holdings.recording(jobs)
+        a loss to warn about (the record itself may have just ended it). Returns the ids of
+        those already known lost (``is_lost``)."""
+        return self.holdings.recording(jobs)
 
     def drop(self, jobs: Iterable[Job]) -> None:
         """Stop renewing ``jobs`` (only the attempts held: a newer claim of the same job

@@ -1,8 +1,10 @@
-"""Internal: log lines for people (``text``) or for machines (``json``: one object per line).
+"""Log lines for people (``text``) or for machines (``json``: one object per line).
 
 tickq logs through the ``tickq`` logger with structured fields in ``extra`` (``event``,
 ``job_id``, ``job_type``, ``attempt``, ``outcome``, ``duration_ms`` ...); the JSON format
-puts them at the top level of each line.
+puts them at the top level of each line. ``TICKQ_LOG_FORMAT=json`` (or ``tickq worker
+--log-format json``) uses these formatters; to route the lines yourself, name them in
+your logging configuration (``{"()": "tickq.logfmt.JsonFormatter"}``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ConfigurationError
-from .logger import HOLDERS
+
+__all__ = ["JsonFormatter", "TextFormatter"]
 
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+HOLDERS: list[StderrHandler] = []
+"""Handlers that can hold back lines (``tickq.logger.held_lines``) while registered."""
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message", "asctime", "taskName",
 }  # fmt: skip
@@ -115,6 +120,25 @@ def log_to_stderr(fmt: str) -> logging.Handler:
     else:
         root.addHandler(handler)
         root.setLevel(logging.INFO)
+    if tickq.level == logging.NOTSET:
+        tickq.setLevel(logging.INFO)
+    return handler
+
+
+def log_from_environment(fmt: str) -> logging.Handler:
+    """``TICKQ_LOG_FORMAT``'s handler: tickq's lines to stderr in ``fmt``, INFO and up
+    unless the app set the ``tickq`` logger's level, and not passed on to the root logger
+    as well. A value other than text or json says so on stderr and logs text."""
+    if fmt not in LOG_FORMATS:
+        sys.stderr.write(f"tickq: TICKQ_LOG_FORMAT must be 'text' or 'json', got {fmt!r}; "
+                         "logging text\n")  # fmt: skip
+        fmt = "text"
+    handler = StderrHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    HOLDERS.append(handler)
+    tickq = logging.getLogger("tickq")
+    tickq.addHandler(handler)
+    tickq.propagate = False
     if tickq.level == logging.NOTSET:
         tickq.setLevel(logging.INFO)
     return handler

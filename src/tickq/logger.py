@@ -6,10 +6,16 @@ a library should, tickq adds a ``NullHandler`` to its logger, so nothing reaches
 (logging's last-resort handler) unless the app configures logging; ``tickq tick`` sends
 warnings and errors to stderr (``Fallback``). Log lines carry structured fields in ``extra`` (see
 ``tickq.logfmt``).
+
+``TICKQ_LOG_FORMAT=json`` (or ``text``) gives the library what ``tickq worker
+--log-format`` gives a worker, wherever tickq runs (a tick, a web app, Django): its lines
+go to stderr in that format, one per line, from INFO up, and only there (not also through
+the app's own root handlers, which would print each twice).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False
@@ -32,7 +38,7 @@ class LazyLogger:
         return self._logger
 
     def isEnabledFor(self, level: int) -> bool:
-        if level < WARNING and "logging" not in sys.modules:
+        if level < WARNING and "logging" not in sys.modules and not Fallback.log_format:
             return False
         return bool(self._real().isEnabledFor(level))
 
@@ -60,6 +66,8 @@ class Fallback:
     """Set by a CLI command that is the app itself (``tickq tick``): warnings and errors
     then go to stderr, as one line each; otherwise a ``NullHandler`` keeps them quiet."""
     installed = False
+    log_format = os.environ.get("TICKQ_LOG_FORMAT", "").strip().lower()
+    """``TICKQ_LOG_FORMAT``: ``text`` or ``json`` sends tickq's lines to stderr so."""
 
 
 def library_logger(name: str) -> Any:
@@ -68,6 +76,11 @@ def library_logger(name: str) -> Any:
 
     if not Fallback.installed:
         Fallback.installed = True
+        if Fallback.log_format and not holders():  # not when a worker chose --log-format
+            from .logfmt import log_from_environment
+
+            log_from_environment(Fallback.log_format)
+            return logging.getLogger(name)
         handler: logging.Handler = logging.NullHandler()
         if Fallback.to_stderr and not logging.getLogger().handlers:
             handler = logging.StreamHandler()
@@ -79,8 +92,12 @@ def library_logger(name: str) -> Any:
 
 log: Any = LazyLogger("tickq")
 
-HOLDERS: list[Any] = []
-"""Handlers that can hold back lines (``tickq.logfmt.StderrHandler``) while registered."""
+
+def holders() -> list[Any]:
+    """``tickq.logfmt.HOLDERS``, the handlers that can hold back lines; none until
+    something imported that module (only it makes them), so it is not imported here."""
+    logfmt = sys.modules.get("tickq.logfmt")
+    return logfmt.HOLDERS if logfmt is not None else []
 
 
 class held_lines:
@@ -90,9 +107,9 @@ class held_lines:
     __slots__ = ()
 
     def __enter__(self) -> None:
-        for handler in HOLDERS:
+        for handler in holders():
             handler.hold_lines()
 
     def __exit__(self, *exc: object) -> None:
-        for handler in HOLDERS:
+        for handler in holders():
             handler.write_held()

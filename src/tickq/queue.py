@@ -154,6 +154,7 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
             max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
             concurrency: int | None = None,
             rate_limit: str | None = None,
+            concurrency_key: str | Callable[[dict[str, Any]], str] | None = None,
         ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -171,6 +172,7 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
         concurrency: int | None = None,
         rate_limit: str | None = None,
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None = None,
     ) -> Any:
         """Register a job function. ``backoff`` is seconds per retry, default (60, 300, 1800).
 
@@ -188,11 +190,15 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         worker and tick on every machine. ``rate_limit``: at most so many start per second,
         minute or hour (``"10/s"``, ``"100/m"``, ``"1000/h"``). Jobs over a limit wait,
         pending, without spending an attempt; the database enforces both (docs/controls.md).
+        ``concurrency_key``: apply both per distinct key instead of to the whole type: the
+        name of a payload field (``"account_id"``; a str or int value) or a function of the
+        payload returning a str, computed at enqueue. A key at its limit never holds up
+        the other keys' jobs.
         """
         options = JobOptions(
             name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
             priority=priority, timeout=timeout, max_delay=max_delay, max_snooze=max_snooze,
-            concurrency=concurrency, rate_limit=rate_limit,
+            concurrency=concurrency, rate_limit=rate_limit, concurrency_key=concurrency_key,
         )  # fmt: skip
         return self._job(options)(fn) if fn is not None else self._job(options)
 

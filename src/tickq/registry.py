@@ -6,10 +6,14 @@ The facade fills a ``Registry``; the drivers (cycle, pool, worker) only read it.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
+from .controls import concurrency_key_of
 from .errors import ConfigurationError
 from .job import Frozen
 from .job_options import DEFAULT_ENQUEUE_OPTIONS, EnqueueOptions, JobOptions, check_job_type
 from .job_options import DEFAULT_MAX_SNOOZE as DEFAULT_MAX_SNOOZE
+from .payload_types import PayloadTypes
 from .signature import is_async, parameters, payload_names, signature_text
 
 TYPE_CHECKING = False
@@ -56,9 +60,10 @@ class JobDefinition(Frozen):
     name resolved) read as its own attributes too: ``definition.max_attempts``..."""
 
     __slots__ = ()
-    _fields = ("fn", "options", "is_async", "context_param", "accepted", "required")
+    _fields = ("fn", "options", "is_async", "context_param", "accepted", "required", "types")
     _docs = {
         "accepted": "Keyword names the function takes; None: it takes **kwargs.",
+        "types": "Its typed parameters' converters (``PayloadTypes``), built on first use.",
         "options": "The job type's ``JobOptions``; its name is the job type's.",
     }
 
@@ -69,6 +74,7 @@ class JobDefinition(Frozen):
         context_param: str | None
         accepted: frozenset[str] | None
         required: frozenset[str]
+        types: PayloadTypes
         # read from ``options``:
         name: str
         max_attempts: int
@@ -80,6 +86,7 @@ class JobDefinition(Frozen):
         max_snooze: timedelta | None
         concurrency: int | None
         rate_limit: str | None
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None
         limit: Limit | None
 
     def __new__(
@@ -90,8 +97,11 @@ class JobDefinition(Frozen):
         context_param: str | None,
         accepted: frozenset[str] | None = None,
         required: frozenset[str] = frozenset(),
+        types: PayloadTypes | None = None,
     ) -> JobDefinition:
-        return tuple.__new__(cls, (fn, options, is_async, context_param, accepted, required))
+        types = types or PayloadTypes(fn, context_param)
+        return tuple.__new__(cls, (fn, options, is_async, context_param, accepted, required,
+                                   types))  # fmt: skip
 
     @property
     def effective_max_delay(self) -> timedelta:
@@ -111,6 +121,12 @@ class JobDefinition(Frozen):
                 f"payload does not fit job {self.name!r}{signature_text(self.fn)}: {problem}"
             )
 
+    def key_of(self, payload: Mapping[str, Any]) -> str | None:
+        """The concurrency key of a job with ``payload`` (None: the type has none); raises
+        ``TypeError`` naming the job and the value at fault."""
+        key = self.options.concurrency_key
+        return None if key is None else concurrency_key_of(self.name, key, payload)
+
     def unfit(self, payload: Mapping[str, Any]) -> str | None:
         """What keeps the function from ever taking ``payload`` as keywords, or None."""
         keys = payload.keys()
@@ -124,8 +140,8 @@ class JobDefinition(Frozen):
 
 
 def _option(name: str) -> property:
-    return property(lambda definition: getattr(definition.options, name),
-                    doc=f"``options.{name}``: see ``Queue.job``.")  # fmt: skip
+    # attrgetter: read on every run of a job, and no Python frame of its own
+    return property(attrgetter(f"options.{name}"), doc=f"``options.{name}``: see ``Queue.job``.")
 
 
 for _name in (*JobOptions.fields, "limit"):  # a new option reads as an attribute too
@@ -195,9 +211,24 @@ def define(f: Callable[..., Any], options: JobOptions) -> JobDefinition:
         (name for name, _, _, note in params if note in (JobContext, "JobContext")), None
     )
     accepted, required = payload_names(params, context_param)
+    check_key_field(job_name, options.concurrency_key, accepted, context_param)
     named = options if options.name == job_name else options.replace(name=job_name)
     return JobDefinition(fn=f, options=named, is_async=is_async(f), context_param=context_param,
                          accepted=accepted, required=required)  # fmt: skip
+
+
+def check_key_field(
+    job_name: str, key: object, accepted: frozenset[str] | None, context_param: str | None
+) -> None:
+    """Raise ``ConfigurationError`` if ``concurrency_key`` names a field the job can't take."""
+    if not isinstance(key, str) or (accepted is None and key != context_param):
+        return
+    if key not in (accepted or ()):
+        raise ConfigurationError(
+            f"concurrency_key {key!r} of job {job_name!r} is not one of its parameters "
+            f"({', '.join(sorted(accepted or ())) or 'none'}); name a payload field it takes, "
+            "or pass a function of the payload"
+        )
 
 
 def check_no_arguments_needed(definition: JobDefinition) -> None:
@@ -208,6 +239,14 @@ def check_no_arguments_needed(definition: JobDefinition) -> None:
         raise ConfigurationError(
             f"scheduled job {definition.name!r} is called with no arguments, but its "
             "function requires some; give them defaults (a JobContext parameter is fine)"
+        ) from None
+    try:
+        definition.key_of({})
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"scheduled job {definition.name!r} is limited per key, but a schedule's jobs "
+            f"have an empty payload ({exc}); give it a concurrency_key function that returns "
+            "a key for an empty payload too"
         ) from None
 
 

@@ -7,6 +7,7 @@ tick, the worker and the pool; none of them imports the facade.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from .clock import monotonic_of
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from .job import Job, NewJob
     from .job_options import EnqueueOptions
     from .lease import LeaseKeeper
+    from .observe import Watcher
     from .outbox import Outbox
     from .registry import JobDefinition, Registry
     from .schedule import ScheduleDefinition
@@ -130,7 +132,9 @@ class Runtime:
     def notify_failed(self, job: Job) -> None:
         """Run failure hooks; a hook that raises is logged and never stops the caller."""
         log.error("job %s %s failed after %s attempt(s): %s", job.id, job.type, job.attempts,
-                  (job.last_error or "").split("\n", 1)[0])  # fmt: skip
+                  (job.last_error or "").split("\n", 1)[0],
+                  extra={"event": "job_failed", "job_id": job.id, "job_type": job.type,
+                         "attempt": job.attempts, "queue": job.queue})  # fmt: skip
         run_hooks(self.failure_hooks, job)
 
     def notify_retried(self, job: Job) -> None:
@@ -150,20 +154,45 @@ class Runtime:
         payload: Mapping[str, Any] | None = None,
         options: EnqueueOptions | None = None,
         meta: Mapping[str, Any] | None = None,
+        external: bool = False,
     ) -> NewJob:
         """Validate one job and return the row to insert (no I/O). ``meta`` is tickq's
-        own record on the job (a schedule's slot, a webhook's delivery), never a caller's."""
+        own record on the job (a schedule's slot, a webhook's delivery), never a caller's;
+        ``external``: the payload is JSON from outside, its typed values in JSON form."""
         from .enqueue import new_job
 
-        return new_job(self.registry, self.strict, self.clock, job_type, payload, options, meta)
+        return new_job(self.registry, self.strict, self.clock, job_type, payload, options, meta,
+                       external)  # fmt: skip
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
         """Store ``jobs``; with ``conn`` in the caller's open transaction."""
+        watchers = watching()
+        if watchers:
+            from .observe import sent
+
+            return sent(watchers, jobs, lambda rows: self._insert(rows, conn))
+        return self._insert(jobs, conn)
+
+    def _insert(self, jobs: Sequence[NewJob], conn: Any) -> list[int]:
         if conn is None:
             return self.store.insert(jobs)
         from .store.foreign import insert_on
 
         return insert_on(self.store, conn, jobs)
+
+
+def watching() -> list[Watcher]:
+    """The watchers of enqueues, attempts and ticks (``tickq.observe``); empty, at the
+    cost of two dict lookups, until the app imports OpenTelemetry or an integration
+    registers one: until then not even ``tickq.observe`` is imported."""
+    if "tickq.observe" not in sys.modules and "opentelemetry.trace" not in sys.modules:
+        return NO_WATCHERS
+    from .observe import watchers
+
+    return watchers()
+
+
+NO_WATCHERS: list[Watcher] = []  # never added to: the registry is tickq.observe.WATCHERS
 
 
 def run_hooks(hooks: Sequence[Hook], job: Job) -> None:

@@ -14,14 +14,16 @@ from time import monotonic
 from .cycle import TICK_PATIENCE, run_cycle
 from .job_options import EnqueueOptions
 from .logger import log
+from .runtime import watching
 from .store import ScheduleMove
 
 TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from .alerts import Alerts
+    from .job import NewJob
     from .runtime import Runtime
     from .schedule import Due, ScheduleDefinition
     from .store import TickState
@@ -48,6 +50,18 @@ def run_tick(
         raise ValueError(f"limit must be >= 0, got {limit}")
     if time_budget is not None and time_budget <= 0:
         raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
+    if not watching():
+        return _tick(runtime, limit, time_budget, alerts, patience)
+    from .observe import running
+
+    return running("tickq tick", {"tickq.limit": limit},
+                   lambda: _tick(runtime, limit, time_budget, alerts, patience))  # fmt: skip
+
+
+def _tick(
+    runtime: Runtime, limit: int, time_budget: float | None, alerts: Alerts | None,
+    patience: float,
+) -> dict[str, Any]:  # fmt: skip
     started, budget_started = monotonic(), runtime.monotonic()
     runtime.flush_outbox()  # outcomes an earlier tick had to leave: before anything else
     state = runtime.store.start_tick()
@@ -92,7 +106,7 @@ def enqueue_due(runtime: Runtime, state: TickState) -> list[dict[str, Any]]:
             planned.append(plan)
     if not planned:
         return []
-    results = runtime.store.enqueue_schedules([move for move, _ in planned])
+    results = insert_moves(runtime, [move for move, _ in planned])
     enqueued = []
     for (move, due), inserted in zip(planned, results, strict=True):
         if inserted is None:  # another tick moved this cursor first and enqueued the slots
@@ -105,6 +119,26 @@ def enqueue_due(runtime: Runtime, state: TickState) -> list[dict[str, Any]]:
                          "(%(missed)s missed)", entry)  # fmt: skip
                 enqueued.append(entry)
     return enqueued
+
+
+def insert_moves(runtime: Runtime, moves: list[ScheduleMove]) -> list[dict[str, int] | None]:
+    """``store.enqueue_schedules(moves)``, inside each watcher's ``sending`` scope when
+    watched, so the slots' jobs carry the trace they were enqueued in (a tick's)."""
+    watchers = watching()
+    if not watchers or not any(move.jobs for move in moves):
+        return runtime.store.enqueue_schedules(moves)
+    from .observe import sent
+
+    results: list[dict[str, int] | None] = []
+
+    def insert(jobs: Sequence[NewJob]) -> list[int]:
+        rows = iter(jobs)
+        carried = [move._replace(jobs=[next(rows) for _ in move.jobs]) for move in moves]
+        results.extend(runtime.store.enqueue_schedules(carried))
+        return [job_id for inserted in results if inserted for job_id in inserted.values()]
+
+    sent(watchers, [job for move in moves for job in move.jobs], insert)
+    return results
 
 
 def plan_move(

@@ -70,6 +70,7 @@ class WebFactories:
         max_snooze: timedelta | None = DEFAULT_MAX_SNOOZE,
         concurrency: int | None = None,
         rate_limit: str | None = None,
+        concurrency_key: str | Callable[[dict[str, Any]], str] | None = None,
     ) -> Callable[[Callable[..., Any]], JobFunction[Any, Any]]:
         """Receive a provider's webhooks at ``path`` as jobs of the decorated function.
 
@@ -94,7 +95,7 @@ class WebFactories:
         options = JobOptions(
             name=name, max_attempts=max_attempts, backoff=backoff, queue=queue,
             priority=priority, timeout=timeout, max_delay=max_delay, max_snooze=max_snooze,
-            concurrency=concurrency, rate_limit=rate_limit,
+            concurrency=concurrency, rate_limit=rate_limit, concurrency_key=concurrency_key,
         )  # fmt: skip
         facade: Any = self  # the Queue this mixin is part of
 

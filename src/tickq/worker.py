@@ -31,6 +31,7 @@ from .listener import Listener
 from .logger import log
 from .pacing import Pacing
 from .pool import JobPool
+from .runtime import watching
 from .signals import Flag, handling_signals
 from .store import CANCEL_NOTE
 from .trouble import Trouble
@@ -109,6 +110,10 @@ class Worker:
     def run(self) -> dict[str, Any]:
         """Work until SIGTERM/SIGINT or ``stop``; drain, release, return the totals."""
         self._banner()
+        if watching():
+            from .observe import queues as watch_queues
+
+            watch_queues(self.store)
         self.store.subscribe(self._enqueued)
         try:
             with handling_signals(self._on_signal):

@@ -18,10 +18,11 @@ from tickq import JobContext, Queue
 q = Queue(lease_seconds=float(os.environ.get("TICKQ_TEST_LEASE", "60")))
 
 
-def note(event: str, ctx: JobContext) -> None:
+def note(event: str, ctx: JobContext, key: str | None = None) -> None:
     folder = os.environ["TICKQ_TEST_RUNS"]
     line = {"event": event, "id": ctx.id, "type": ctx.type, "attempt": ctx.attempt,
-            "pid": os.getpid(), "thread": threading.get_ident(), "at": time.time()}  # fmt: skip
+            "pid": os.getpid(), "thread": threading.get_ident(), "at": time.time(),
+            "key": key}  # fmt: skip
     with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as f:
         f.write(json.dumps(line) + "\n")
 
@@ -61,3 +62,23 @@ def email(ctx: JobContext, seconds: float = 0.01) -> None:
 def chore(ctx: JobContext) -> None:
     note("start", ctx)
     note("end", ctx)
+
+
+@q.job(concurrency=1, concurrency_key="account")
+def per_account(
+    ctx: JobContext, account: str, seconds: float = 0.05, hang_first: bool = False
+) -> None:
+    """One at a time per account, across every worker; with ``hang_first`` its first
+    attempt hangs (to be killed)."""
+    note("start", ctx, account)
+    if hang_first and ctx.attempt == 1:
+        time.sleep(3600)
+    time.sleep(seconds)
+    note("end", ctx, account)
+
+
+@q.job(rate_limit="3/s", concurrency_key=lambda payload: f"acct-{payload['account']}")
+def rated_per_account(ctx: JobContext, account: int) -> None:
+    """At most three start within any second per account (the key computed by a function)."""
+    note("start", ctx, str(account))
+    note("end", ctx, str(account))

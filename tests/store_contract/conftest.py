@@ -33,9 +33,10 @@ def new_job(
     unique_scope: str | None = None,
     queue: str = "default",
     priority: int = 0,
+    payload: str = '{"n": 1}',
 ) -> NewJob:
     scope = unique_scope or ("active" if unique_key else None)
-    return NewJob(type, '{"n": 1}', queue, priority, max_attempts, None, unique_key, scope)
+    return NewJob(type, payload, queue, priority, max_attempts, None, unique_key, scope)
 
 
 def claim_ahead(store: SqlStore, limit: int = 1, owner: str = OWNER) -> list[Job]:

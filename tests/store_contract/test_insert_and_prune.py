@@ -80,3 +80,21 @@ def test_prune_deletes_only_old_finished_jobs_and_keeps_their_totals(
 def test_migrate_is_idempotent(store: SqlStore) -> None:
     assert store.migrate() == []
     assert "CREATE TABLE" in store.schema_sql()
+
+
+def test_a_batch_gets_each_job_its_own_id_in_order_clashes_included(store: SqlStore) -> None:
+    [held] = store.insert([new_job(unique_key="taken")])
+    batch = [
+        new_job(payload='{"n": 0}'),
+        new_job(unique_key="taken", payload='{"n": 1}'),  # clashes with a job already there
+        new_job(unique_key="twice", payload='{"n": 2}'),
+        new_job(payload='{"n": 3}'),
+        new_job(unique_key="twice", payload='{"n": 4}'),  # clashes within the batch
+        new_job(payload='{"n": 5}'),
+    ]
+    ids = store.insert(batch)
+    assert ids[1] == held and ids[4] == ids[2]
+    assert len(set(ids) - {held}) == 4
+    for i in (0, 2, 3, 5):
+        job = store.get(ids[i])
+        assert job is not None and job.payload == {"n": i}

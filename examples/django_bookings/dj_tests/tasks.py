@@ -1,9 +1,11 @@
 """Tasks the tests need besides the example's own."""
 
 import asyncio
+import dataclasses
 import sys
 import time
-from datetime import timedelta
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 from tickq import Snooze
 
@@ -93,3 +95,15 @@ def holds_then_fails() -> None:
     big = Held()
     HELD.append(weakref.ref(big))
     raise PaymentDeclined("declined while holding a big local")
+
+
+@dataclasses.dataclass
+class Stay:
+    nights: int
+    arrival: date
+
+
+@task(takes_context=True)
+def books_a_stay(context, stay: Stay, price: Decimal, at: datetime) -> dict:
+    """Typed arguments: rebuilt from their JSON forms before the task runs."""
+    return {"stay": repr(stay), "price": repr(price), "at": repr(at), "id": context.task_result.id}

@@ -155,6 +155,23 @@ def test_return_values_are_json_normalised() -> None:
     assert tasks.returns_a_tuple.get_result(result.id).return_value == [1, "two"]
 
 
+def test_typed_arguments_are_converted_checked_and_rebuilt() -> None:
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    stay, at = tasks.Stay(2, date(2026, 7, 1)), datetime(2026, 6, 1, 9, 30, tzinfo=UTC)
+    result = tasks.books_a_stay.enqueue(stay, price=Decimal("120.50"), at=at)
+    stored = queue().get_job(int(result.id))
+    assert stored is not None and stored.payload["args"] == [{"nights": 2, "arrival": "2026-07-01"}]
+    assert stored.payload["kwargs"] == {"price": "120.50", "at": "2026-06-01T09:30:00+00:00"}
+    burst()
+    result.refresh()
+    assert result.return_value == {"stay": repr(stay), "price": "Decimal('120.50')",
+                                   "at": repr(at), "id": result.id}  # fmt: skip
+    with pytest.raises(TypeError, match=r"^payload\.stay\.arrival: expected date, got str"):
+        tasks.books_a_stay.enqueue(tasks.Stay(1, "2026-07-01"), price=Decimal(1), at=at)
+
+
 def test_higher_django_priority_runs_first() -> None:
     low = tasks.low.enqueue(1)
     high = tasks.high.enqueue(2)

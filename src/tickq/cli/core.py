@@ -1,4 +1,4 @@
-"""``tickq migrate`` and ``tickq schema``."""
+"""``tickq migrate``, ``tickq schema`` and ``tickq enqueue`` (in ``cli/enqueue.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 
 from ..queue import Queue
 from .app import add_app_argument, load_app
+from .enqueue import register as register_enqueue
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="which database's SQL (default: from $TICKQ_DATABASE_URL, else sqlite)",
     )  # fmt: skip
     schema.set_defaults(handler=run_schema)
+    register_enqueue(subparsers)
 
 
 def _queue(args: argparse.Namespace) -> Queue:

@@ -316,4 +316,4 @@ def _mb(n: int) -> str:
 def _limit_text(limit: dict[str, Any]) -> str:
     parts = [f"concurrency {limit['concurrency']}"] if limit.get("concurrency") else []
     parts += [f"rate {limit['rate_limit']}"] if limit.get("rate_limit") else []
-    return ", ".join(parts)
+    return ", ".join(parts) + (" per key" if limit.get("per_key") else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..logger import Fallback
 from .app import add_app_argument, load_app
 
 
@@ -33,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "(default: 25)",
     )  # fmt: skip
     worker.add_argument(
-        "--log-format", choices=("text", "json"), default="text",
-        help="log lines for people (text) or one JSON object per line (json)",
+        "--log-format", choices=("text", "json"), default=None,
+        help="log lines for people (text) or one JSON object per line (json); default: "
+        "TICKQ_LOG_FORMAT, else text",
     )  # fmt: skip
     worker.add_argument(
         "--listen-url", default=None, metavar="URL",
@@ -48,6 +50,7 @@ def run_worker(args: argparse.Namespace) -> int:
     q = load_app(args.app)
     q.run_worker(
         queues=args.queues, concurrency=args.concurrency, poll_interval=args.poll_interval,
-        grace=args.grace, log_format=args.log_format, listen_url=args.listen_url,
+        grace=args.grace, log_format=args.log_format or Fallback.log_format or "text",
+        listen_url=args.listen_url,
     )  # fmt: skip
     return 0

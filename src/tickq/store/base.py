@@ -169,7 +169,7 @@ class SqlStore(
         first). ``ahead``: claim up to that many more jobs ahead, after the ``limit`` ones
         (listed last; their ids in ``Recorded.ahead``)."""
         outcomes, later = _one_per_job(outcomes)
-        statements: list[Statement] = []
+        statements: list[Statement] = [] if durable else self._undurable_statements()
         if started:
             statements.append(("started", self._started_params(owner, started)))
         if outcomes:
@@ -183,39 +183,67 @@ class SqlStore(
             ran = self._claim_many(statements)
         else:
             ran = self._query_many(statements) if statements else []
-        rows = {name: r for (name, _), r in zip(statements, ran, strict=True)}
+        rows: dict[str, list[Any]] = {}
+        for (name, _), r in zip(statements, ran, strict=True):
+            rows.setdefault(name, []).extend(r)  # finish may run once per kind of outcome
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
-        recorded = self._recorded(outcomes, rows.get("finish", []), rows.get("settled", []))
+        recorded = self._recorded(outcomes, rows)
         recorded.started = [r[0] for r in rows.get("started", [])]
         recorded.ahead = {j.id for j in claimed_ahead}
         if later:
             recorded.add(self.record(owner, later))
         return recorded, self._claimed(rows.get("claim", []), owner) + claimed_ahead
 
+    def _undurable_statements(self) -> list[Statement]:
+        """What makes a round trip's commit wait for this process, not the disk (SQLite
+        does it on the connection instead)."""
+        return []
+
     def _started_params(self, owner: str, jobs: Sequence[Job]) -> dict[str, Any]:
+        jobs = sorted(jobs, key=id_of)  # ids ascending: see queries.of_job
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        """``finish`` applying ``outcomes`` as their rows of the state machine say; with any
-        but successes, their history rows first and the jobs it settled read back after
-        (their hooks and alerts get them)."""
-        params = {"owner": owner, "now": self._now(), **self._decisions(outcomes)}
-        others = [o.job.id for o in outcomes if o.kind != "succeeded"]
-        if not others:
-            return [("finish", params)]
+        """``finish`` applying ``outcomes`` as their rows of the state machine say (once for
+        each of the dialect's ``_finish_batches``); with any but successes, their history
+        rows first and the jobs it settled read back after (their hooks and alerts get
+        them)."""
+        now = self._now()
+        statements: list[Statement] = []
+        for batch in self._finish_batches(outcomes):
+            params = {"owner": owner, "now": now, **self._decisions(batch)}
+            others = [o.job.id for o in batch if o.kind != "succeeded"]
+            if others:
+                statements.extend(self._settling_statements(params, others))
+            else:
+                statements.append(("finish", params))
+        return statements
+
+    def _finish_batches(self, outcomes: Sequence[Outcome]) -> list[Sequence[Outcome]]:
+        """``outcomes`` in the batches one ``finish`` each applies: all of them at once."""
+        return [outcomes]
+
+    def _settling_statements(self, params: dict[str, Any], others: list[int]) -> list[Statement]:
+        """``finish`` for a batch holding outcomes other than successes (``others``: their
+        job ids): their history rows first, under finish's own guard (it then sees them
+        running), and the jobs it settled read back after (``settled``), or returned by
+        ``finish_settled`` in its stead where the dialect has it."""
         settled = {"ids": self._ids_param(others), "now": params["now"]}
-        # Their history rows first, under finish's own guard (it then sees them running).
         return [("add_attempts", params), ("finish", params), ("settled", settled)]
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         """The ``:decisions`` of ``finish``, in the dialect's form (see ``decision``)."""
         raise NotImplementedError
 
-    def _recorded(self, outcomes: Sequence[Outcome], applied: Rows, settled: Rows) -> Recorded:
+    def _recorded(self, outcomes: Sequence[Outcome], rows: dict[str, Rows]) -> Recorded:
         """Sort ``outcomes`` by what ``finish`` returned: ``(id, status)`` of those it
-        applied (a job asked to stop ends cancelled, whatever its attempt came to)."""
-        status = {row[0]: row[1] for row in applied}
-        jobs = {job.id: job for job in map(self._job, settled)}
+        applied (a job asked to stop ends cancelled, whatever its attempt came to), or the
+        jobs ``finish_settled`` left."""
+        jobs = {job.id: job for job in map(self._job, rows.get("settled", ()))}
+        status = {row[0]: row[1] for row in rows.get("finish", ())}
+        for job in map(self._job, rows.get("finish_settled", ())):
+            jobs[job.id] = job
+            status[job.id] = str(job.status)
         out = Recorded()
         for o in outcomes:
             now = status.get(o.job.id)
@@ -467,16 +495,32 @@ class SqlStore(
         return len(self._query("prune", cutoff=cutoff, batch=batch))
 
 
-def decision(o: Outcome, due: Callable[[float], Any] | None = None) -> tuple[Any, ...]:
-    """One outcome as ``finish`` applies it: the job's id and attempt (its guard), then its
-    row of ``job.STATE_MACHINE`` (target, attempt change, snooze change, whether it
-    finishes, what the history counts: None for a success, whose attempt is the job row)
-    and the run's delay (None unless back in line; ``due(delay)`` when given: SQLite
-    passes the time it comes due), error, result and duration."""
-    target, attempts, snoozes, finishes, counted, waits = DECIDED[o.kind]
-    delay = (o.delay if due is None else due(o.delay)) if waits else None
-    return (o.job.id, o.job.attempts, target, attempts, snoozes, finishes, delay, o.error,
-            o.result, o.duration, counted)  # fmt: skip
+def decisions(
+    outcomes: Sequence[Outcome], due: Callable[[float], Any] | None = None
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A batch of outcomes as ``finish`` applies it: per outcome, sorted by job id, the job's
+    id and attempt (its guard), the number (from 1) of its row in the batch's rows, and
+    the run's delay (None unless back in line; ``due(delay)`` when given: SQLite passes
+    the time it comes due), error, result and duration; then the rows, one per kind of
+    outcome in the batch: each its row of ``job.STATE_MACHINE`` (target, attempt change,
+    snooze change, whether it finishes, what the history counts: None for a success,
+    whose attempt is the job row)."""
+    numbers: dict[str, int] = {}
+    per_job = []
+    for job, kind, error, delay, duration, result in sorted(outcomes, key=_job_id):
+        row = numbers.setdefault(kind, len(numbers) + 1)
+        waits = DECIDED[kind][5]
+        when = None if not waits else delay if due is None else due(delay)
+        per_job.append((job.id, job.attempts, row, when, error, result, duration))
+    return per_job, [DECIDED[kind][:5] for kind in numbers]
+
+
+def _job_id(outcome: Outcome) -> int:
+    return outcome.job.id
+
+
+def id_of(job: Job) -> int:
+    return job.id
 
 
 def _decided(t: Transition) -> tuple[Any, ...]:
@@ -488,8 +532,8 @@ def _decided(t: Transition) -> tuple[Any, ...]:
 
 
 DECIDED = {t.name: _decided(t) for t in STATE_MACHINE if t.query == "finish"}
-"""Each outcome's row of the state machine as ``decision`` hands it on (made once: a worker
-decides for every job it runs)."""
+"""Each outcome's row of the state machine as ``decisions`` hands it on, and whether it
+waits (made once: a worker decides for every job it runs)."""
 
 
 def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[Outcome]]:
@@ -506,6 +550,21 @@ def _one_per_job(outcomes: Sequence[Outcome]) -> tuple[Sequence[Outcome], list[O
         else:
             first[o.job.id] = o
     return list(first.values()), later
+
+
+def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[int]:
+    """Line the returned (id, unique_key) rows of one statement's jobs up with the input;
+    clashes get existing ids. Ids come from one sequence in statement order, so sorted ids
+    follow the input order."""
+    inserted = sorted(rows)
+    ids, i = [], 0
+    for job in jobs:
+        if i < len(inserted) and (job.unique_key is None or inserted[i][1] == job.unique_key):
+            ids.append(int(inserted[i][0]))
+            i += 1
+        else:
+            ids.append(store._existing_or_new(job, []))
+    return ids
 
 
 def released_error(job: Job, grace: float | None) -> str:

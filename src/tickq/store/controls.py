@@ -39,8 +39,8 @@ class ControlQueries(Plumbing):
     def limits(self) -> dict[str, Limit]:
         """The limits every claim obeys, by job type (as the processes declared them)."""
         return {
-            type_: Limit(concurrency, rate, float(per) if per is not None else None)
-            for type_, concurrency, rate, per in self._query("limits")
+            type_: Limit(concurrency, rate, float(per) if per is not None else None, bool(keyed))
+            for type_, concurrency, rate, per, keyed in self._query("limits")
         }
 
     def declare_limits(self, limits: Mapping[str, Limit | None]) -> None:
@@ -59,7 +59,7 @@ class ControlQueries(Plumbing):
 
     def _limit_params(self, job_type: str, limit: Limit) -> dict[str, object]:
         return {"type": job_type, "concurrency": limit.concurrency, "rate": limit.rate,
-                "per": limit.per, "now": self._now()}  # fmt: skip
+                "per": limit.per, "keyed": limit.keyed, "now": self._now()}  # fmt: skip
 
     def _texts_param(self, texts: list[str]) -> object:
         return self._queues_param(texts)

@@ -216,5 +216,6 @@ class Plumbing:
             "priority": job.priority, "max_attempts": job.max_attempts,
             "run_after": self._ts(job.run_after), "unique_key": job.unique_key,
             "unique_scope": job.unique_scope, "meta": job.meta_json,
+            "concurrency_key": job.concurrency_key, "unregistered": job.unregistered,
             "now": self._now() if now is ... else now,
         }  # fmt: skip

@@ -18,13 +18,15 @@ from ..errors import UNREACHABLE, ConfigurationError, DatabaseUnavailable, Schem
 from ..job import Job, NewJob
 from ..logger import log
 from ..redact import redact_url, url_location
-from .base import CHUNK, SqlStore, decision, released_error
+from .base import CHUNK, SqlStore, decisions, id_of, match_inserted, released_error
 from .horizon import PostgresHorizon
 from .pgerrors import reason_of, too_large, unavailable
 from .pooler import guess_pooler, split_pooler
 from .queries import WAKE_SEPARATOR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .plumbing import Later, Rows, Statement, Wake
     from .records import Outcome, ScheduleMove
 
@@ -303,24 +305,31 @@ class PostgresStore(PostgresHorizon, SqlStore):
                 conn.execute("SELECT 1")
                 checked = monotonic()
 
+    def _undurable_statements(self) -> list[Statement]:
+        return [("commit_unflushed", {})]
+
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
-        # Array literals lined up with :ids, each row's element read by subscript in finish
-        # (psycopg's list dumper costs ~0.5 µs an element); results as one NULL when no job
-        # returned one.
-        ids, attempts, statuses, changes, snoozes, finishes, delays, errors, results, seconds, \
-            counted = zip(*map(decision, outcomes), strict=True)  # fmt: skip
+        # Array literals lined up with :ids (ascending), each job's element read by
+        # subscript in finish (psycopg's list dumper costs ~0.5 µs an element); a column
+        # with no value in it (no delay, error or result) as one NULL. The batch's
+        # state-machine rows are short arrays that :rows numbers.
+        per_job, rows = decisions(outcomes)
+        ids, attempts, numbers, delays, errors, results, seconds = zip(*per_job, strict=True)
+        statuses, changes, snoozes, finishes, counted = zip(*rows, strict=True)
         return {
             "ids": number_array(ids), "attempts": number_array(attempts),
+            "rows": number_array(numbers), "delays": _or_null(number_array, delays),
+            "errors": _or_null(text_array, errors), "results": _or_null(text_array, results),
+            "seconds": number_array(seconds),
             "statuses": text_array(statuses), "attempt_changes": number_array(changes),
             "snooze_changes": number_array(snoozes), "finishes": bool_array(finishes),
-            "delays": number_array(delays), "errors": text_array(errors),
-            "results": text_array(results) if any(r is not None for r in results) else None,
-            "seconds": number_array(seconds), "counted": text_array(counted),
+            "counted": text_array(counted),
         }  # fmt: skip
 
     def _releases(
         self, jobs: Sequence[Job], ran: Collection[int], grace: float | None
     ) -> dict[str, Any]:
+        jobs = sorted(jobs, key=id_of)  # ids ascending: see queries.of_job
         return {
             "ids": number_array([j.id for j in jobs]),
             "attempts": number_array([j.attempts for j in jobs]),
@@ -382,7 +391,14 @@ def hung_up(conn: Any) -> bool:
 
 def number_array(numbers: Sequence[float | None]) -> str:
     """A Postgres array literal of numbers (psycopg's list dumper costs ~0.5 µs a number)."""
+    if None not in numbers:
+        return "{" + ",".join(map(str, numbers)) + "}"
     return "{" + ",".join("NULL" if n is None else str(n) for n in numbers) + "}"
+
+
+def _or_null(literal: Callable[[Sequence[Any]], str], values: Sequence[Any]) -> str | None:
+    """``literal(values)``, or None (a NULL array: every element NULL) when all are None."""
+    return None if values.count(None) == len(values) else literal(values)
 
 
 def bool_array(flags: Sequence[bool]) -> str:
@@ -404,6 +420,8 @@ def insert_many_params(store: SqlStore, jobs: Sequence[NewJob]) -> dict[str, Any
         "unique_keys": text_array([j.unique_key for j in jobs]),
         "unique_scopes": text_array([j.unique_scope for j in jobs]),
         "metas": text_array([j.meta_json for j in jobs]),
+        "concurrency_keys": text_array([j.concurrency_key for j in jobs]),
+        "unregistereds": bool_array([j.unregistered for j in jobs]),
         "now": store._now(),
     }
 
@@ -419,22 +437,6 @@ def text_array(texts: Sequence[str | None]) -> str:
         )
         + "}"
     )
-
-
-def match_inserted(store: SqlStore, jobs: Sequence[NewJob], rows: Rows) -> list[int]:
-    """Line the returned (id, unique_key) rows up with the input; clashes get existing ids.
-
-    Ids come from one sequence in statement order, so sorted ids follow the input order.
-    """
-    inserted = sorted(rows)
-    ids, i = [], 0
-    for job in jobs:
-        if i < len(inserted) and (job.unique_key is None or inserted[i][1] == job.unique_key):
-            ids.append(int(inserted[i][0]))
-            i += 1
-        else:
-            ids.append(store._existing_or_new(job, []))
-    return ids
 
 
 def parse_note(payload: str) -> tuple[str, float]:

@@ -155,6 +155,8 @@ class Reads(Protocol):
 
     def due_summary(self) -> tuple[int, datetime | None]: ...
 
+    def queue_gauges(self) -> list[tuple[str, int, int]]: ...
+
 
 class Ticks(Protocol):
     """What a tick reads, and schedule cursors moved with the jobs they enqueue."""

@@ -105,7 +105,12 @@ def include_fragments(queries: dict[str, str], library: dict[str, str]) -> dict[
     def fragment(match: re.Match[str]) -> str:
         return library[match.group(1)]
 
-    return {name: re.sub(r"\{@(\w+)\}", fragment, sql) for name, sql in queries.items()}
+    included = {}
+    for name, sql in queries.items():
+        while "{@" in sql:  # a fragment may include another (finish_update, decisions)
+            sql = re.sub(r"\{@(\w+)\}", fragment, sql)
+        included[name] = sql
+    return included
 
 
 def _sections(file: str, paramstyle: str) -> dict[str, str]:
@@ -128,6 +133,7 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
     import re
 
+    sql = re.sub(r"\{of_row:(\w+):(\w+)\}", _of_row, sql)
     sql = re.sub(r"\{of_job:(\w+):(\w+)\}", _of_job, sql)
     sql = sql.replace("{asked_to_stop}", ASKED_TO_STOP)
     sql = sql.replace("{stop_error}", STOP_ERROR)
@@ -144,11 +150,24 @@ def format_query(sql: str, paramstyle: str) -> str:
 
 def _of_job(match: Match[str]) -> str:
     """``{of_job:errors:text}``: this row's element of the array ``:errors`` (``text[]``),
-    lined up with ``:ids`` (PostgreSQL). A subscript, not a join with the arrays unnested:
-    a prepared plan can't know how many there are, and joined it unnested them again for
-    each job it found, or scanned the table."""
+    lined up with ``:ids``, which the store sends in ascending order (PostgreSQL). A
+    subscript found by ``width_bucket``'s binary search of ``:ids``: not a join with the
+    arrays unnested (a prepared plan can't know how many there are, and joined it
+    unnested them again for each job it found, or scanned the table), nor
+    ``array_position``, whose scan, a dozen times a row, made a batch's cost grow with
+    the square of its size."""
+    return _element(*match.groups())
+
+
+def _element(name: str, kind: str) -> str:
+    return f"(CAST(:{name} AS {kind}[]))[width_bucket(tickq_jobs.id, CAST(:ids AS bigint[]))]"
+
+
+def _of_row(match: Match[str]) -> str:
+    """``{of_row:statuses:text}``: the element of the array ``:statuses`` for this row's
+    decision's row of the state machine (``:rows``, lined up with ``:ids``, numbers it)."""
     name, kind = match.groups()
-    return f"(CAST(:{name} AS {kind}[]))[array_position(CAST(:ids AS bigint[]), tickq_jobs.id)]"
+    return f"(CAST(:{name} AS {kind}[]))[{_element('rows', 'int')}]"
 
 
 def column_list(columns: tuple[str, ...], prefix: str = "") -> str:

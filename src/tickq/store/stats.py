@@ -47,8 +47,9 @@ class StatsQueries(Plumbing):
             "failed_attempts_last_hour": self._query("failed_attempts_since", since=since)[0][0],
             "processed": processed, "duration_seconds": durations,
             "paused_queues": sorted(r[0] for r in self._query("paused")),
-            "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text}
-                       for t, c, r, p in self._query("limits")},
+            "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text,
+                           "per_key": bool(k)}
+                       for t, c, r, p, k in self._query("limits")},
             "workflow_runs": self.stats_workflow_runs(),
             "database": self.database_health(), "now": now.isoformat(),
         }  # fmt: skip
@@ -103,6 +104,12 @@ class StatsQueries(Plumbing):
         """(number of pending jobs due now, when the next pending job comes due)."""
         due = self._query("due_summary", now=self._now())[0][0]
         return int(due), self._decode_ts(self._query("next_due")[0][0])
+
+    def queue_gauges(self) -> list[tuple[str, int, int]]:
+        """(queue, jobs due now, jobs running) for each queue holding pending or running
+        jobs: the OpenTelemetry gauges' reading."""
+        return [(q, int(due), int(running))
+                for q, due, running in self._query("queue_gauges", now=self._now())]  # fmt: skip
 
 
 def summarise_totals(rows: Sequence[TotalsRow]) -> tuple[dict[str, Any], dict[str, Any]]:

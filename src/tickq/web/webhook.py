@@ -14,6 +14,7 @@ import re
 
 from ..job_options import EnqueueOptions
 from ..logger import library_logger
+from ..runtime import watching
 from ..webhooks.verifiers import WebhookRejected, parse_event
 from .http import Request, Response, error, json_response
 from .options import RETRY_AFTER_SECONDS
@@ -78,7 +79,7 @@ class Receiver:
                         refused.message)  # fmt: skip
             return error(refused.status, refused.message)
         try:
-            job_id, new = self.runtime.store.insert_one(job)
+            job_id, new = self.insert(job)
         except Exception as exc:
             log.error("tickq webhook %s: the event was not stored: %s", request.path,
                       type(exc).__name__, exc_info=exc)  # fmt: skip
@@ -86,6 +87,23 @@ class Receiver:
         if not new:  # a known event: read the stored one back only then
             self.compare_with_stored(job_id, sent)
         return json_response(200, {"received": True, "job_id": job_id})
+
+    def insert(self, job: Any) -> tuple[int, bool]:
+        """The event's job stored: its id and True, or a known event's job id and False;
+        inside each watcher's ``sending`` scope (the PRODUCER span) when watched."""
+        watchers = watching()
+        if not watchers:
+            return self.runtime.store.insert_one(job)
+        from ..observe import sent
+
+        stored: list[tuple[int, bool]] = []
+
+        def insert(rows: Any) -> list[int]:
+            stored.append(self.runtime.store.insert_one(rows[0]))
+            return [stored[0][0]]
+
+        sent(watchers, [job], insert)
+        return stored[0]
 
     def compare_with_stored(self, job_id: int, sent: Mapping[str, Any]) -> None:
         """For an event id already stored: log at WARNING when the stored job holds another
@@ -129,7 +147,9 @@ class Receiver:
         meta = {"webhook": webhook_meta(definition.path, verifier, event_id, headers, body)}
         try:
             once = EnqueueOptions(unique_key=definition.unique_key(event_id), unique_scope="all")
-            job = self.runtime.new_job(definition.job, {definition.param: event}, once, meta)
+            job = self.runtime.new_job(
+                definition.job, {definition.param: event}, once, meta, external=True
+            )
         except (TypeError, ValueError) as exc:
             raise WebhookRejected(400, f"the event can't be stored as a job: {exc}") from None
         return job, meta["webhook"]

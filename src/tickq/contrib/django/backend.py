@@ -12,6 +12,7 @@ from typing import Any
 from ...errors import ConfigurationError
 from ...job import Job
 from ...job_options import DEFAULT_JOB_OPTIONS, DEFAULT_MAX_SNOOZE, EnqueueOptions, JobOptions
+from ...payload_types import PayloadTypes
 from ...queue import Queue
 from ...registry import JobFunction, define
 from .compat import BaseTaskBackend, InvalidTask, Task, TaskResultDoesNotExist, normalize_json
@@ -138,6 +139,8 @@ class TickqBackend(BaseTaskBackend):
         return found
 
     def validate_task(self, task: Task) -> None:
+        from .run import task_types
+
         super().validate_task(task)
         if not isinstance(task, TickqTask):
             raise InvalidTask(f"{task.module_path} is not a tickq task; use @task from django")
@@ -149,6 +152,7 @@ class TickqBackend(BaseTaskBackend):
             if task.module_path not in self._shared.tasks:
                 self._shared.tasks[task.module_path] = task
                 self._shared.options[task.module_path] = options
+                self._shared.types[task.module_path] = task_types(task)
                 if self._shared.queue is not None:
                     self._define(self._shared.queue, task, options)
 
@@ -158,7 +162,10 @@ class TickqBackend(BaseTaskBackend):
         from .results import enqueued
 
         self.validate_task(task)
-        payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
+        args, kwargs = self._shared.types[task.module_path].dump_call(
+            list(args), dict(kwargs), task.module_path
+        )
+        payload = {"args": normalize_json(args), "kwargs": normalize_json(kwargs)}
         job_id = self.queue._enqueue(
             task.module_path, payload, enqueue_options(task), connections[self.database]
         )
@@ -200,6 +207,7 @@ class _Shared:
 
     tasks: dict[str, TickqTask] = dataclasses.field(default_factory=dict)
     options: dict[str, JobOptions] = dataclasses.field(default_factory=dict)  # by task
+    types: dict[str, PayloadTypes] = dataclasses.field(default_factory=dict)  # by task
     schedules: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = dataclasses.field(
         default_factory=list
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...context import JobContext
 from ...errors import Snooze
+from ...payload_types import PayloadTypes
 from .compat import TaskContext, TaskResultStatus, normalize_json, task_finished, task_started
 
 if TYPE_CHECKING:
@@ -25,13 +26,20 @@ def runner(backend: TickqBackend, task: TickqTask, q: Queue) -> Callable[..., An
     its JSON-normalised return value becomes the job's result (``return_value``)."""
     from inspect import iscoroutinefunction
 
+    from ...execute import UnfitPayload
+
+    types = task_types(task)
+
     def arguments(args: list[Any] | None, kwargs: dict[str, Any] | None,
                   ctx: JobContext) -> tuple[list[Any], dict[str, Any]]:  # fmt: skip
-        positional = list(args or [])
+        try:
+            positional, named = types.load_call(list(args or []), dict(kwargs or {}), ctx.type)
+        except TypeError as exc:
+            raise UnfitPayload(str(exc)) from None
         if task.takes_context:
             positional.insert(0, TaskContext(task_result=backend.get_result(str(ctx.id))))
         _signal(task_started, backend, ctx)
-        return positional, dict(kwargs or {})
+        return positional, named
 
     if iscoroutinefunction(task.func):
 
@@ -67,6 +75,16 @@ def runner(backend: TickqBackend, task: TickqTask, q: Queue) -> Callable[..., An
 
     run.__name__ = task.name
     return run
+
+
+def task_types(task: TickqTask) -> PayloadTypes:
+    """The typed parameters of ``task``'s function, without its context (the first one)."""
+    skip = None
+    if task.takes_context:
+        from ...signature import parameters
+
+        skip = next((name for name, *_ in parameters(task.func)), None)
+    return PayloadTypes(task.func, skip)
 
 
 Key = tuple[str, int]

@@ -8,7 +8,7 @@
 SELECT queue FROM tickq_paused ORDER BY queue
 
 -- name: limits
-SELECT type, concurrency, rate, per FROM tickq_limits ORDER BY type
+SELECT type, concurrency, rate, per, keyed FROM tickq_limits ORDER BY type
 
 -- name: find_unique
 SELECT id FROM tickq_jobs

@@ -6,14 +6,18 @@
 -- pg_notify wakes listening workers at commit (never for a rolled-back enqueue), for jobs
 -- due now or soon ({@wake}); the channel is named after this table's oid, so apps sharing
 -- a database in different schemas don't wake each other. Identical notifications in one
--- transaction are sent once.
+-- transaction are sent once. The concurrency key is the one enqueue computed; a job
+-- enqueued by a process that doesn't register its type gets '' if the type is keyed.
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     VALUES (:type, :queue, CAST(:payload AS json), :priority, :max_attempts,
             COALESCE(CAST(:run_after AS timestamptz), CAST(:now AS timestamptz), now()),
             :unique_key, :unique_scope, CAST(:meta AS jsonb),
-            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()))
+            COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+            COALESCE(CAST(:concurrency_key AS text), CASE WHEN CAST(:unregistered AS boolean)
+                THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END))
     ON CONFLICT DO NOTHING
     RETURNING id, queue, run_after),
 due AS (SELECT queue, run_after FROM j),
@@ -24,17 +28,21 @@ SELECT j.id FROM j WHERE (SELECT count(*) FROM wake) >= 0
 -- One statement for many jobs; wakes workers like insert does (once per queue).
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     SELECT r.type, r.queue, CAST(r.payload AS json), r.priority, r.max_attempts,
            COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
            r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
-           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+           COALESCE(r.concurrency_key, CASE WHEN r.unregistered
+               THEN (SELECT '' FROM tickq_limits l WHERE l.type = r.type AND l.keyed) END)
     FROM unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
                 CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
                 CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
-                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
+                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]),
+                CAST(:concurrency_keys AS text[]), CAST(:unregistereds AS boolean[]))
          WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
-                              unique_key, unique_scope, meta, ord)
+                              unique_key, unique_scope, meta, concurrency_key, unregistered, ord)
     ORDER BY r.ord
     ON CONFLICT DO NOTHING
     RETURNING id, unique_key, queue, run_after),
@@ -92,20 +100,29 @@ WHERE id = ANY(ARRAY(
     SELECT tickq_due_ahead(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
 RETURNING {claimed_columns}
 
+-- name: commit_unflushed
+-- First in a round trip whose commit need only survive this process being killed, not the
+-- server losing power (record_and_claim's durable=False: a tick's or process_jobs' commits
+-- before its last). The commit then does not wait for the WAL to reach the disk; it is
+-- visible and kept as any other, and the next synchronous commit flushes it with its own.
+-- Local to the round trip's transaction (safe behind a transaction pooler).
+SELECT set_config('synchronous_commit', 'off', true)
+
 -- name: started
 -- Claimed jobs that the worker started: a rescue now counts their attempt.
 UPDATE tickq_jobs SET ahead = 0
 WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
   AND lease_owner = :owner
-  AND attempts = (CAST(:attempts AS int[]))[array_position(CAST(:ids AS bigint[]), id)]
+  AND attempts = {of_job:attempts:int}
 RETURNING id
 
 -- name: next_status
 -- (A fragment.) The status a row's decision moves it to. A batch of decisions is arrays
--- lined up with :ids (statuses, attempts, attempt_changes, snooze_changes, finishes,
--- delays, errors, results, seconds, counted), one element per outcome, each made from its
--- row of job.STATE_MACHINE; {of_job:...} reads this row's element.
-{of_job:statuses:text}
+-- lined up with :ids, ascending (attempts, rows, delays, errors, results, seconds), one
+-- element per outcome, and the batch's rows of job.STATE_MACHINE (statuses,
+-- attempt_changes, snooze_changes, finishes, counted), numbered by :rows;
+-- {of_job:...} reads this job's element, {of_row:...} its row's.
+{of_row:statuses:text}
 
 -- name: error_text
 -- (A fragment.) The error of a row's decision.
@@ -120,16 +137,16 @@ RETURNING id
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
                             duration)
 SELECT id, attempts,
-       CASE WHEN {of_job:snooze_changes:int} > 0 AND cancel_requested_at IS NULL
-            THEN snoozes + {of_job:snooze_changes:int} ELSE 0 END,
+       CASE WHEN {of_row:snooze_changes:int} > 0 AND cancel_requested_at IS NULL
+            THEN snoozes + {of_row:snooze_changes:int} ELSE 0 END,
        attempted_at, COALESCE(CAST(:now AS timestamptz), now()),
-       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {of_job:counted:text} END,
+       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {of_row:counted:text} END,
        CASE WHEN {asked_to_stop} THEN {stop_error} ELSE {@error_text} END,
        {of_job:seconds:float8}
 FROM tickq_jobs
 WHERE id = ANY(CAST(:ids AS bigint[])) AND (status = 'running') IS TRUE
   AND lease_owner = :owner AND attempts = {of_job:attempts:int}
-  AND {of_job:counted:text} IS NOT NULL
+  AND {of_row:counted:text} IS NOT NULL
 ON CONFLICT DO NOTHING
 
 -- name: finish
@@ -144,14 +161,14 @@ ON CONFLICT DO NOTHING
 UPDATE tickq_jobs
 SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {@next_status} END,
     attempts = attempts + CASE WHEN {asked_to_stop} THEN 0
-                               ELSE {of_job:attempt_changes:int} END,
-    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE {of_job:snooze_changes:int} END,
-    snoozed_since = CASE WHEN {of_job:snooze_changes:int} > 0 AND NOT {asked_to_stop}
+                               ELSE {of_row:attempt_changes:int} END,
+    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE {of_row:snooze_changes:int} END,
+    snoozed_since = CASE WHEN {of_row:snooze_changes:int} > 0 AND NOT {asked_to_stop}
                          THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
     run_after = CASE WHEN {of_job:delays:float8} IS NULL THEN run_after
                      ELSE COALESCE(CAST(:now AS timestamptz), now())
                           + make_interval(secs => {of_job:delays:float8}) END,
-    finished_at = CASE WHEN {of_job:finishes:boolean} OR {asked_to_stop}
+    finished_at = CASE WHEN {of_row:finishes:boolean} OR {asked_to_stop}
                        THEN COALESCE(CAST(:now AS timestamptz), now()) END,
     last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
                       ELSE COALESCE({@error_text}, last_error) END,
@@ -353,13 +370,27 @@ WITH doomed AS (
 SELECT count(*), min(run_after) FROM tickq_jobs
 WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())
 
+-- name: queue_gauges
+-- Per queue with pending or running jobs: how many are due now, how many are running.
+SELECT queue,
+       count(*) FILTER (WHERE status = 'pending'
+                        AND run_after <= COALESCE(CAST(:now AS timestamptz), now())),
+       count(*) FILTER (WHERE status = 'running')
+FROM tickq_jobs WHERE status IN ('pending', 'running') GROUP BY queue
+
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
 -- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
 -- seconds: 0 when one of them may start now; when a rate window is full, when its first
 -- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+-- A keyed type's (whose keys are not counted here, one by one): when its window's oldest
+-- start, of any key, leaves it; NULL without a rate limit.
 SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()), (
     SELECT min(CASE
+        WHEN l.keyed
+            THEN CAST(EXTRACT(EPOCH FROM (SELECT min(s.at) FROM tickq_starts s
+                 WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per))
+                 + make_interval(secs => l.per) - n.ts) AS float8)
         WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
                  WHERE s.type = l.type AND s.at > n.ts - make_interval(secs => l.per)) >= l.rate
             THEN CAST(EXTRACT(EPOCH FROM (SELECT min(s.at) FROM tickq_starts s
@@ -378,7 +409,8 @@ SELECT min(run_after), COALESCE(CAST(:now AS timestamptz), now()), (
 WHERE status = 'pending'
   AND (CAST(:queues AS text[]) IS NULL OR queue = ANY(CAST(:queues AS text[])))
   AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                  AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
 
 -- name: pause
 INSERT INTO tickq_paused (queue, paused_at)
@@ -393,13 +425,13 @@ SELECT r.queue FROM r, LATERAL (
     SELECT pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), r.queue)) AS wake
 
 -- name: declare_limit
-INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
-VALUES (:type, :concurrency, :rate, :per, COALESCE(CAST(:now AS timestamptz), now()))
+INSERT INTO tickq_limits (type, concurrency, rate, per, keyed, updated_at)
+VALUES (:type, :concurrency, :rate, :per, :keyed, COALESCE(CAST(:now AS timestamptz), now()))
 ON CONFLICT (type) DO UPDATE
 SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, per = EXCLUDED.per,
-    updated_at = EXCLUDED.updated_at
-WHERE (tickq_limits.concurrency, tickq_limits.rate, tickq_limits.per)
-      IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate, EXCLUDED.per)
+    keyed = EXCLUDED.keyed, updated_at = EXCLUDED.updated_at
+WHERE (tickq_limits.concurrency, tickq_limits.rate, tickq_limits.per, tickq_limits.keyed)
+      IS DISTINCT FROM (EXCLUDED.concurrency, EXCLUDED.rate, EXCLUDED.per, EXCLUDED.keyed)
 
 -- name: forget_limits
 -- Types this process registers without limits are no longer limited.
@@ -526,18 +558,22 @@ WITH moved AS (
     RETURNING name),
 inserted AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     SELECT r.type, r.queue, CAST(r.payload AS json), r.priority, r.max_attempts,
            COALESCE(CAST(r.run_after AS timestamptz), CAST(:now AS timestamptz), now()),
            r.unique_key, r.unique_scope, CAST(r.meta AS jsonb),
-           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+           COALESCE(r.concurrency_key, CASE WHEN r.unregistered
+               THEN (SELECT '' FROM tickq_limits l WHERE l.type = r.type AND l.keyed) END)
     FROM moved,
          unnest(CAST(:types AS text[]), CAST(:queues AS text[]), CAST(:payloads AS text[]),
                 CAST(:priorities AS int[]), CAST(:max_attempts AS int[]),
                 CAST(:run_afters AS text[]), CAST(:unique_keys AS text[]),
-                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]))
+                CAST(:unique_scopes AS text[]), CAST(:metas AS text[]),
+                CAST(:concurrency_keys AS text[]), CAST(:unregistereds AS boolean[]))
          WITH ORDINALITY AS r(type, queue, payload, priority, max_attempts, run_after,
-                              unique_key, unique_scope, meta, ord)
+                              unique_key, unique_scope, meta, concurrency_key, unregistered, ord)
     ORDER BY r.ord
     ON CONFLICT DO NOTHING
     RETURNING id, unique_key)

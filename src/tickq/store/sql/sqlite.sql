@@ -2,17 +2,39 @@
 -- (:now, :run_after, :lease_until) as ISO-8601 UTC text.
 
 -- name: insert
-INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                        unique_key, unique_scope, meta, created_at, updated_at)
-VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
-        :unique_key, :unique_scope, :meta, :now, :now)
-ON CONFLICT DO NOTHING
+{@insert_row}
 RETURNING id
+
+-- name: insert_without_id
+-- insert for executemany (which returns no rows): enqueue_many's jobs (see last_job_id).
+{@insert_row}
+
+-- name: insert_row
+-- (A fragment.) One job's row, for insert and insert_without_id. The concurrency key is the
+-- one enqueue computed; a job enqueued by a process that doesn't register its type gets ''
+-- if the type is keyed.
+INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
+                        unique_key, unique_scope, meta, created_at, updated_at, concurrency_key)
+VALUES (:type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
+        :unique_key, :unique_scope, :meta, :now, :now,
+        COALESCE(:concurrency_key, CASE WHEN :unregistered
+            THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END))
+ON CONFLICT DO NOTHING
+
+-- name: last_job_id
+-- The highest id before enqueue_many inserts its jobs in the same write transaction: every
+-- row above it is one of them (ids come from AUTOINCREMENT, in insertion order).
+SELECT COALESCE(max(id), 0) FROM tickq_jobs
+
+-- name: inserted_since
+SELECT id, unique_key FROM tickq_jobs WHERE id > :since ORDER BY id
 
 -- name: claim
 -- Claimed to start at once: marked 1 (unconfirmed) like a claim ahead until the next round
 -- trip says it started (or records its outcome), so a process killed between this commit
 -- and the job's start spends no attempt. A job once refunded stays marked 2.
+-- A keyed type's job without a key (enqueued before the type had one) is claimed as if
+-- the type were unlimited: never stranded.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
@@ -23,7 +45,8 @@ WHERE id IN (
     WHERE status = 'pending' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                      AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -53,10 +76,55 @@ WHERE id IN (
         FROM tickq_limits l WHERE l.type = :type), 0))
 RETURNING {claimed_columns}
 
+-- name: claim_keyed
+-- The due jobs of one key (:key) of a keyed type, as many as the key's limits allow now
+-- (as claim_limited, counting that key's running jobs and starts only). :ahead = 1: for
+-- a claim ahead (jobs once refunded are skipped; marked 1 either way).
+UPDATE tickq_jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
+    lease_clock = :lease_clock, lease_mono = :lease_mono
+WHERE id IN (
+    SELECT id FROM tickq_jobs
+    WHERE status = 'pending' AND type = :type AND concurrency_key = :key
+      AND run_after <= :now AND (:ahead = 0 OR ahead < 2)
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
+    ORDER BY priority DESC, run_after, id
+    LIMIT COALESCE((
+        SELECT max(0, min(:limit,
+            COALESCE(l.concurrency - (SELECT count(*) FROM tickq_jobs r
+                WHERE r.status = 'running' AND r.type = l.type AND r.concurrency_key = :key
+                  AND r.lease_expires_at > :now), :limit),
+            COALESCE(l.rate - (SELECT count(*) FROM tickq_starts s
+                WHERE s.type = l.type AND s.key = :key AND s.at > :epoch - l.per), :limit)))
+        FROM tickq_limits l WHERE l.type = :type AND l.keyed), 0))
+RETURNING {claimed_columns}
+
+-- name: next_key
+-- The first key after :after among a keyed type's pending jobs: one probe of
+-- tickq_jobs_keyed, however many jobs a key has (first_key: with no :after; one statement
+-- with ":after IS NULL OR" would scan every key's jobs).
+SELECT min(concurrency_key) FROM tickq_jobs
+WHERE status = 'pending' AND type = :type AND concurrency_key > :after
+
+-- name: first_key
+SELECT min(concurrency_key) FROM tickq_jobs
+WHERE status = 'pending' AND type = :type AND concurrency_key IS NOT NULL
+
+-- name: key_cursor
+SELECT key FROM tickq_key_cursors WHERE type = :type
+
+-- name: move_key_cursor
+INSERT INTO tickq_key_cursors (type, key) VALUES (:type, :key)
+ON CONFLICT (type) DO UPDATE SET key = excluded.key
+
 -- name: record_starts
--- The starts of a rate-limited type just claimed (:ids), for its rate check.
-INSERT INTO tickq_starts (type, at)
-SELECT :type, :epoch FROM json_each(:ids)
+-- The starts of a rate-limited type just claimed (:ids), for its rate check; :key is the
+-- key of a keyed type's (else NULL).
+INSERT INTO tickq_starts (type, at, key)
+SELECT :type, :epoch, :key FROM json_each(:ids)
 WHERE EXISTS (SELECT 1 FROM tickq_limits WHERE type = :type AND rate IS NOT NULL)
 
 -- name: forget_starts
@@ -66,7 +134,7 @@ WHERE type = :type
   AND at <= :epoch - COALESCE((SELECT per FROM tickq_limits WHERE type = :type), 0)
 
 -- name: limited_types
-SELECT type FROM tickq_limits ORDER BY type
+SELECT type, keyed, rate FROM tickq_limits ORDER BY type
 
 -- name: any_limits
 SELECT EXISTS (SELECT 1 FROM tickq_limits)
@@ -74,6 +142,7 @@ SELECT EXISTS (SELECT 1 FROM tickq_limits)
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
 -- says it started. Jobs once refunded are never claimed ahead again.
+-- Keyed types with only a concurrency limit are claimed ahead too, by claim_keyed first.
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
     lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
@@ -84,7 +153,8 @@ WHERE id IN (
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND ahead < 2
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                      AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
     ORDER BY priority DESC, run_after, id
     LIMIT :limit)
 RETURNING {claimed_columns}
@@ -101,16 +171,16 @@ WHERE tickq_jobs.id = f.id AND tickq_jobs.attempts = f.attempt
 RETURNING tickq_jobs.id
 
 -- name: decisions
--- (A fragment.) The decisions of :decisions, JSON [[job_id, attempt, next_status,
--- attempt_change, snooze_change, finishes, due, error_text, result_json, seconds, counted],
--- ...], one per outcome, each made from its row of job.STATE_MACHINE (see finish).
+-- (A fragment.) The decisions of :decisions, JSON [[job_id, attempt, due, error_text,
+-- result_json, seconds], ...], one per outcome, all of one kind: its row of
+-- job.STATE_MACHINE comes as :next_status, :attempt_change, :snooze_change, :finishes and
+-- :counted (see finish).
 (SELECT json_extract(value, '$[0]') AS job_id, json_extract(value, '$[1]') AS attempt,
-        json_extract(value, '$[2]') AS next_status,
-        json_extract(value, '$[3]') AS attempt_change,
-        json_extract(value, '$[4]') AS snooze_change, json_extract(value, '$[5]') AS finishes,
-        json_extract(value, '$[6]') AS due, json_extract(value, '$[7]') AS error_text,
-        json_extract(value, '$[8]') AS result_json, json_extract(value, '$[9]') AS seconds,
-        json_extract(value, '$[10]') AS counted
+        :next_status AS next_status, :attempt_change AS attempt_change,
+        :snooze_change AS snooze_change, :finishes AS finishes,
+        json_extract(value, '$[2]') AS due, json_extract(value, '$[3]') AS error_text,
+        json_extract(value, '$[4]') AS result_json, json_extract(value, '$[5]') AS seconds,
+        :counted AS counted
  FROM json_each(:decisions))
 
 -- name: next_status
@@ -145,6 +215,17 @@ ON CONFLICT DO NOTHING
 -- {asked_to_stop}: a job asked to stop ends cancelled, its attempt counted. An error of
 -- NULL keeps the last one (a success, a snooze); a due of NULL keeps run_after. The job
 -- row's duration and result are read only once it is done (before, they are the last run's).
+{@finish_update}
+RETURNING tickq_jobs.id, tickq_jobs.status
+
+-- name: finish_settled
+-- finish for a batch holding outcomes other than successes: it returns the jobs as it
+-- left them (for hooks and alerts), which settled would otherwise read after it.
+{@finish_update}
+RETURNING {job_columns}
+
+-- name: finish_update
+-- (A fragment.) What finish and finish_settled run (see finish).
 UPDATE tickq_jobs
 SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
     attempts = attempts + CASE WHEN {asked_to_stop} THEN 0 ELSE f.attempt_change END,
@@ -161,11 +242,6 @@ SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE f.next_status END,
 FROM {@decisions} AS f
 WHERE tickq_jobs.id = f.job_id AND tickq_jobs.attempts = f.attempt
   AND tickq_jobs.status = 'running' AND tickq_jobs.lease_owner = :owner
-RETURNING tickq_jobs.id, tickq_jobs.status
-
--- name: settled
--- The jobs of :ids as finish left them (read in its transaction), for hooks and alerts.
-SELECT {job_columns} FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: releases
 -- (A fragment.) The jobs of :releases, JSON [[job_id, attempt, ran, error_text], ...]: ran
@@ -330,13 +406,23 @@ DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
 
+-- name: queue_gauges
+-- Per queue with pending or running jobs: how many are due now, how many are running.
+SELECT queue, sum(status = 'pending' AND run_after <= :now), sum(status = 'running')
+FROM tickq_jobs WHERE status IN ('pending', 'running') GROUP BY queue
+
 -- name: due_in
 -- When the next pending job comes due, and "now", for a worker deciding how long to sleep.
 -- Paused queues' jobs never come due. Limited types' jobs come due in the third column's
 -- seconds: 0 when one of them may start now; when a rate window is full, when its first
 -- start leaves it; NULL when only a running job's end frees a slot (the worker then polls).
+-- A keyed type's (whose keys are not counted here, one by one): when its window's oldest
+-- start, of any key, leaves it; NULL without a rate limit.
 SELECT min(run_after), :now, (
     SELECT min(CASE
+        WHEN l.keyed
+            THEN (SELECT min(s.at) FROM tickq_starts s
+                  WHERE s.type = l.type AND s.at > :epoch - l.per) + l.per - :epoch
         WHEN l.rate IS NOT NULL AND (SELECT count(*) FROM tickq_starts s
                  WHERE s.type = l.type AND s.at > :epoch - l.per) >= l.rate
             THEN (SELECT min(s.at) FROM tickq_starts s
@@ -354,7 +440,8 @@ SELECT min(run_after), :now, (
 WHERE status = 'pending'
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
   AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+  AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                  AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
 
 -- name: pause
 INSERT INTO tickq_paused (queue, paused_at) VALUES (:queue, :now)
@@ -365,11 +452,11 @@ RETURNING queue
 DELETE FROM tickq_paused WHERE queue = :queue RETURNING queue
 
 -- name: declare_limit
-INSERT INTO tickq_limits (type, concurrency, rate, per, updated_at)
-VALUES (:type, :concurrency, :rate, :per, :now)
+INSERT INTO tickq_limits (type, concurrency, rate, per, keyed, updated_at)
+VALUES (:type, :concurrency, :rate, :per, :keyed, :now)
 ON CONFLICT (type) DO UPDATE
 SET concurrency = excluded.concurrency, rate = excluded.rate, per = excluded.per,
-    updated_at = excluded.updated_at
+    keyed = excluded.keyed, updated_at = excluded.updated_at
 
 -- name: forget_limits
 -- Types this process registers without limits (:types, JSON) are no longer limited.

@@ -41,7 +41,10 @@ CREATE TABLE tickq_jobs (
     ahead            SMALLINT    NOT NULL DEFAULT 0,
     cancel_requested_at TIMESTAMPTZ,  -- when q.cancel() asked the running attempt to stop
     snoozes          INTEGER     NOT NULL DEFAULT 0,  -- times it raised Snooze (not attempts)
-    snoozed_since    TIMESTAMPTZ   -- its first snooze since enqueue or a manual retry
+    snoozed_since    TIMESTAMPTZ,  -- its first snooze since enqueue or a manual retry
+    -- concurrency_key: the key its type's limits apply to (@q.job(concurrency_key=...)),
+    -- computed at enqueue; NULL for a job of a type without one.
+    concurrency_key  TEXT
 );
 
 -- Claiming: only pending rows are indexed, so millions of done rows cost nothing.
@@ -64,6 +67,14 @@ CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
 CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
 -- Search by unique key, whatever the job's status or scope.
 CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
+-- A keyed type's pending jobs by key, in claim order within each key: the claim steps
+-- from one key to the next through it (min over "key > previous") and takes each head.
+-- Both keyed indexes hold keyed jobs only: a job without a key pays nothing for them.
+CREATE INDEX tickq_jobs_keyed ON tickq_jobs (type, concurrency_key, priority DESC, run_after, id)
+    WHERE status = 'pending' AND concurrency_key IS NOT NULL;
+-- A keyed type's running jobs by key and lease: the claim counts one key's live ones.
+CREATE INDEX tickq_jobs_keyed_running ON tickq_jobs (type, concurrency_key, lease_expires_at)
+    WHERE status = 'running' AND concurrency_key IS NOT NULL;
 
 -- The history: one row per finished attempt that did not succeed (a success is read
 -- from the job row), and per run not counted as an attempt. Pruned with its job.
@@ -124,21 +135,34 @@ CREATE TABLE tickq_paused (
 
 -- Limits of job types, written by the first claim of a process that registers the type:
 -- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
--- (NULL: no such limit). A type listed here is claimed only through its limits, never ahead.
+-- (NULL: no such limit); keyed: both hold per concurrency key, not for the whole type.
+-- A type listed here is claimed only through its limits, and never ahead unless keyed
+-- with no rate limit (then within each key's room).
 CREATE TABLE tickq_limits (
     type        TEXT PRIMARY KEY,
     concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
     rate        INTEGER CHECK (rate IS NULL OR rate >= 1),
     per         DOUBLE PRECISION CHECK (per IS NULL OR per > 0),
-    updated_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+    updated_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+    keyed       BOOLEAN NOT NULL DEFAULT false
 );
 
--- Starts of rate-limited types, kept for one window: the rate check counts them.
+-- Starts of rate-limited types, kept for one window: the rate check counts them (a keyed
+-- type's per key).
 CREATE TABLE tickq_starts (
     type TEXT        NOT NULL,
-    at   TIMESTAMPTZ NOT NULL
+    at   TIMESTAMPTZ NOT NULL,
+    key  TEXT         -- the start's concurrency key (a keyed type's), else NULL
 );
 CREATE INDEX tickq_starts_type ON tickq_starts (type, at);
+CREATE INDEX tickq_starts_key ON tickq_starts (type, key, at) WHERE key IS NOT NULL;
+
+-- Where the last claim of a keyed type stopped among its keys (NULL: at the first): the
+-- next one goes on from there, so keys take turns whatever their names or backlogs.
+CREATE TABLE tickq_key_cursors (
+    type TEXT PRIMARY KEY,
+    key  TEXT
+);
 
 -- The dashboard's logins (docs/security.md); times are epoch seconds from its clock.
 -- The install's random signing key (one row), made by the first dashboard that needs it.
@@ -299,10 +323,93 @@ CREATE TABLE IF NOT EXISTS tickq_migrations (
 -- ANALYZE the planner could otherwise sort every due pending row to find the first few.
 -- The claim that calls one moves every id it returns to running.
 
+-- The due jobs of one keyed type, as many as each key's limits allow now, locked, with
+-- the rate limit's starts written per key. Keys take turns: the walk starts after the
+-- key where the last claim stopped (tickq_key_cursors), goes on to the last key, then
+-- from the first, and stops when it has `lim` jobs, is back where it started, or has
+-- looked at 64 keys more than `lim` (the next claim goes on from there): a key at its
+-- limit, however long its backlog, costs one probe. The caller holds the type's
+-- advisory lock, so the counts hold until it commits. for_ahead: for a claim ahead (jobs
+-- once refunded are skipped).
+CREATE FUNCTION tickq_due_keyed(typ text, most integer, rate integer, per double precision,
+                                lim integer, queues text[], ts timestamptz,
+                                for_ahead boolean)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE
+SET enable_sort = off
+SET enable_bitmapscan = off
+AS $$
+DECLARE
+    start text := (SELECT c.key FROM tickq_key_cursors c WHERE c.type = typ);
+    k text := start;
+    last text := start;
+    wrapped boolean := false;
+    looks integer := 64 + lim;
+    room integer;
+    ids bigint[];
+BEGIN
+    LOOP
+        EXIT WHEN lim <= 0 OR looks <= 0;
+        -- Two statements, not "k IS NULL OR key > k": a cached generic plan of that scans
+        -- every pending job of the type for the minimum.
+        IF k IS NULL THEN
+            k := (SELECT min(j.concurrency_key) FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key IS NOT NULL);
+        ELSE
+            k := (SELECT min(j.concurrency_key) FROM tickq_jobs j
+                  WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key > k);
+        END IF;
+        IF k IS NULL THEN
+            EXIT WHEN wrapped OR start IS NULL;
+            wrapped := true;
+            CONTINUE;
+        END IF;
+        EXIT WHEN wrapped AND k > start;
+        looks := looks - 1;
+        last := k;
+        room := lim;
+        IF most IS NOT NULL THEN
+            room := LEAST(room, most - (
+                SELECT count(*) FROM tickq_jobs r
+                WHERE r.status = 'running' AND r.type = typ AND r.concurrency_key = k
+                  AND r.lease_expires_at > ts));
+        END IF;
+        IF rate IS NOT NULL THEN
+            room := LEAST(room, rate - (
+                SELECT count(*) FROM tickq_starts s
+                WHERE s.type = typ AND s.key = k AND s.at > ts - make_interval(secs => per)));
+        END IF;
+        CONTINUE WHEN room <= 0;
+        ids := ARRAY(
+            SELECT id FROM tickq_jobs j
+            WHERE j.status = 'pending' AND j.type = typ AND j.concurrency_key = k
+              AND j.run_after <= ts AND (queues IS NULL OR j.queue = ANY(queues))
+              AND (NOT for_ahead OR j.ahead < 2)
+              AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue)
+            ORDER BY j.priority DESC, j.run_after, j.id
+            LIMIT room
+            FOR UPDATE SKIP LOCKED);
+        CONTINUE WHEN cardinality(ids) = 0;
+        IF rate IS NOT NULL THEN
+            DELETE FROM tickq_starts s
+            WHERE s.type = typ AND s.at <= ts - make_interval(secs => per);
+            INSERT INTO tickq_starts (type, key, at) SELECT typ, k, ts FROM unnest(ids);
+        END IF;
+        lim := lim - cardinality(ids);
+        RETURN QUERY SELECT unnest(ids);
+    END LOOP;
+    IF last IS DISTINCT FROM start THEN
+        INSERT INTO tickq_key_cursors (type, key) VALUES (typ, last)
+        ON CONFLICT (type) DO UPDATE SET key = EXCLUDED.key;
+    END IF;
+END
+$$;
+
 -- The due jobs of limited types, as many as their limits allow now; the rate limit's
--- starts are written here. One claimer at a time looks at a type (a transaction-scoped
--- advisory lock, which transaction poolers allow); others skip it rather than wait.
--- Running jobs whose lease ran out don't count: their worker is gone.
+-- starts are written here, a keyed type's by tickq_due_keyed. One claimer at a time looks
+-- at a type (a transaction-scoped advisory lock, which transaction poolers allow); others
+-- skip it rather than wait. Running jobs whose lease ran out don't count: their worker is
+-- gone.
 CREATE FUNCTION tickq_due_limited(lim integer, queues text[], at timestamptz)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
@@ -314,14 +421,23 @@ DECLARE
     ts timestamptz;
     allowed integer;
     ids bigint[];
+    keyed integer;
 BEGIN
-    FOR t IN SELECT l.type, l.concurrency, l.rate, l.per FROM tickq_limits l ORDER BY l.type LOOP
+    FOR t IN SELECT l.type, l.concurrency, l.rate, l.per, l.keyed FROM tickq_limits l
+             ORDER BY l.type LOOP
         EXIT WHEN lim <= 0;
         CONTINUE WHEN NOT pg_try_advisory_xact_lock(
             hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
         -- The time once the lock is held, not the transaction's start: the starts the rate
         -- limit counts are then in the order they happened.
         ts := COALESCE(at, clock_timestamp());
+        IF t.keyed THEN
+            RETURN QUERY SELECT tickq_due_keyed(t.type, t.concurrency, t.rate, t.per, lim,
+                                                queues, ts, false);
+            GET DIAGNOSTICS keyed = ROW_COUNT;
+            lim := lim - keyed;
+            CONTINUE;
+        END IF;
         allowed := lim;
         IF t.concurrency IS NOT NULL THEN
             allowed := LEAST(allowed, t.concurrency - (
@@ -355,7 +471,8 @@ $$;
 
 -- Up to `lim` due jobs (at: the injected clock's now, NULL: the database's) in `queues`
 -- (NULL: all) for a claim to start at once: limited types first, through
--- tickq_due_limited; paused queues skipped. With no queue paused and no limit declared it
+-- tickq_due_limited; paused queues skipped. A keyed type's job without a key (enqueued
+-- before the type had one) is claimed as if the type were unlimited: never stranded. With no queue paused and no limit declared it
 -- is one walk of the claim index (two probes of empty tables more).
 CREATE FUNCTION tickq_due(lim integer, queues text[], at timestamptz)
 RETURNS SETOF bigint
@@ -385,7 +502,8 @@ BEGIN
         WHERE status = 'pending' AND run_after <= COALESCE(at, now())
           AND (queues IS NULL OR queue = ANY(queues))
           AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-          AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+          AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                          AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
         ORDER BY priority DESC, run_after, id
         LIMIT lim - taken
         FOR UPDATE SKIP LOCKED;
@@ -394,13 +512,18 @@ END
 $$;
 
 -- tickq_due for claims ahead of a worker's free slots: the same walk, skipping jobs once
--- refunded (ahead = 2), paused queues and limited types (never claimed ahead).
+-- refunded (ahead = 2), paused queues and limited types, but for keyed types with only a
+-- concurrency limit: those are claimed ahead within each key's room (a job claimed ahead
+-- counts as running for its key until it ends), under the type's advisory lock.
 CREATE FUNCTION tickq_due_ahead(lim integer, queues text[], at timestamptz)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
 SET enable_bitmapscan = off
 AS $$
+DECLARE
+    t record;
+    taken integer;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM tickq_limits) AND NOT EXISTS (SELECT 1 FROM tickq_paused) THEN
         RETURN QUERY
@@ -412,12 +535,26 @@ BEGIN
         FOR UPDATE SKIP LOCKED;
         RETURN;
     END IF;
+    FOR t IN SELECT l.type, l.concurrency FROM tickq_limits l
+             WHERE l.keyed AND l.rate IS NULL ORDER BY l.type LOOP
+        EXIT WHEN lim <= 0;
+        CONTINUE WHEN NOT pg_try_advisory_xact_lock(
+            hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
+        RETURN QUERY SELECT tickq_due_keyed(t.type, t.concurrency, NULL, NULL, lim, queues,
+                                            COALESCE(at, clock_timestamp()), true);
+        GET DIAGNOSTICS taken = ROW_COUNT;
+        lim := lim - taken;
+    END LOOP;
+    IF lim <= 0 THEN
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= COALESCE(at, now())
       AND (queues IS NULL OR queue = ANY(queues)) AND ahead < 2
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
-      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type)
+      AND NOT EXISTS (SELECT 1 FROM tickq_limits l WHERE l.type = tickq_jobs.type
+                      AND (NOT l.keyed OR tickq_jobs.concurrency_key IS NOT NULL))
     ORDER BY priority DESC, run_after, id
     LIMIT lim
     FOR UPDATE SKIP LOCKED;

@@ -44,7 +44,10 @@ CREATE TABLE tickq_jobs (
     -- (e.g. 'boot:<id> ...'); lease_mono: when the lease runs out on that clock. A rescuer
     -- on the same clock judges by lease_mono, any other by lease_expires_at.
     lease_clock      TEXT,
-    lease_mono       REAL
+    lease_mono       REAL,
+    -- concurrency_key: the key its type's limits apply to (@q.job(concurrency_key=...)),
+    -- computed at enqueue; NULL for a job of a type without one.
+    concurrency_key  TEXT
 );
 
 -- Claiming: only pending rows are indexed, so millions of done rows cost nothing.
@@ -67,6 +70,14 @@ CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
 CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
 -- Search by unique key, whatever the job's status or scope.
 CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
+-- A keyed type's pending jobs by key, in claim order within each key: the claim steps
+-- from one key to the next through it (min over "key > previous") and takes each head.
+-- Both keyed indexes hold keyed jobs only: a job without a key pays nothing for them.
+CREATE INDEX tickq_jobs_keyed ON tickq_jobs (type, concurrency_key, priority DESC, run_after, id)
+    WHERE status = 'pending' AND concurrency_key IS NOT NULL;
+-- A keyed type's running jobs by key and lease: the claim counts one key's live ones.
+CREATE INDEX tickq_jobs_keyed_running ON tickq_jobs (type, concurrency_key, lease_expires_at)
+    WHERE status = 'running' AND concurrency_key IS NOT NULL;
 
 -- The history: one row per finished attempt that did not succeed (a success is read
 -- from the job row), and per run not counted as an attempt. Pruned with its job.
@@ -126,21 +137,33 @@ CREATE TABLE tickq_paused (
 
 -- Limits of job types, written by the first claim of a process that registers the type:
 -- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
--- (NULL: no such limit). A type listed here is claimed only through its limits, never ahead.
+-- (NULL: no such limit). A type listed here is claimed only through its limits, and never
+-- ahead unless keyed with no rate limit (then within each key's room).
 CREATE TABLE tickq_limits (
     type        TEXT PRIMARY KEY,
     concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
     rate        INTEGER CHECK (rate IS NULL OR rate >= 1),
     per         REAL    CHECK (per IS NULL OR per > 0),
-    updated_at  TEXT    NOT NULL
+    updated_at  TEXT    NOT NULL,
+    keyed       INTEGER NOT NULL DEFAULT 0  -- 1: both hold per concurrency key
 );
 
--- Starts of rate-limited types, kept for one window: the rate check counts them.
+-- Starts of rate-limited types, kept for one window: the rate check counts them (a keyed
+-- type's per key).
 CREATE TABLE tickq_starts (
     type TEXT NOT NULL,
-    at   REAL NOT NULL  -- epoch seconds
+    at   REAL NOT NULL,  -- epoch seconds
+    key  TEXT            -- the start's concurrency key (a keyed type's), else NULL
 );
 CREATE INDEX tickq_starts_type ON tickq_starts (type, at);
+CREATE INDEX tickq_starts_key ON tickq_starts (type, key, at) WHERE key IS NOT NULL;
+
+-- Where the last claim of a keyed type stopped among its keys (NULL: at the first): the
+-- next one goes on from there, so keys take turns whatever their names or backlogs.
+CREATE TABLE tickq_key_cursors (
+    type TEXT PRIMARY KEY,
+    key  TEXT
+);
 
 -- The dashboard's logins (docs/security.md); times are epoch seconds from its clock.
 -- The install's random signing key (one row), made by the first dashboard that needs it.

@@ -6,6 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from tickq.logger import Fallback
+
 
 class Command(BaseCommand):
     help = (
@@ -33,7 +35,8 @@ class Command(BaseCommand):
         q = queue_of(options["backend"])
         queues = _queues(options["queues"])
         if not options["burst"]:
-            q.run_worker(queues=queues, concurrency=options["concurrency"], log_format="text")
+            q.run_worker(queues=queues, concurrency=options["concurrency"],
+                         log_format=Fallback.log_format or "text")  # fmt: skip
             return
         q.enqueue_schedules()
         totals: dict[str, int] = {}
