@@ -603,3 +603,33 @@ def test_prune_keeps_a_waiting_runs_step_results_and_drops_ended_runs(shop: Shop
     shop.tick()
     run = q.workflow_run(waiting)
     assert run.status == "done" and run.steps[0].result == {"charged": 51}
+
+
+def test_a_step_job_keeps_its_concurrency_key(
+    backend: str, db_url: str, clock: FrozenClock
+) -> None:
+    q = Queue(db_url, clock=clock)
+    q.migrate()
+
+    @q.job(concurrency=1, concurrency_key="account_id")
+    def sync(account_id: int) -> int:
+        return account_id
+
+    @q.workflow()
+    def syncs(wf: WorkflowContext) -> list[Any]:
+        return wf.gather([wf.start(sync, account_id=a) for a in (1, 1, 2)])
+
+    try:
+        run_id = syncs.start()
+        q.process_jobs(limit=1)  # the driver: the three steps are enqueued
+        with app_connection(backend, db_url) as conn:
+            rows = conn.execute(
+                "SELECT concurrency_key FROM tickq_jobs WHERE type = 'sync' ORDER BY id"
+            ).fetchall()
+        assert [r[0] for r in rows] == ["1", "1", "2"]
+        for _ in range(5):
+            q.tick()
+        run = q.workflow_run(run_id)
+        assert run.status == "done" and run.result == [1, 1, 2]
+    finally:
+        q.close()

@@ -67,16 +67,19 @@ EXISTS (SELECT 1 FROM tickq_jobs d JOIN tickq_workflow_runs r ON r.id = d.id
           AND d.attempts = :attempt AND r.status IN ('running', 'waiting'))
 
 -- name: wf_insert_step_job
--- A step's job, once: its unique key is the run's and the step's. Wakes listening workers
--- at commit ({@wake}).
+-- A step's job, once: its unique key is the run's and the step's (as insert, but only while
+-- the driver holds its attempt). Wakes listening workers at commit ({@wake}).
 WITH j AS (
     INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                            unique_key, unique_scope, meta, created_at, updated_at)
+                            unique_key, unique_scope, meta, created_at, updated_at,
+                            concurrency_key)
     SELECT CAST(:type AS text), CAST(:queue AS text), CAST(:payload AS json),
            CAST(:priority AS int), CAST(:max_attempts AS int),
            COALESCE(CAST(:run_after AS timestamptz), COALESCE(CAST(:now AS timestamptz), now())),
            CAST(:unique_key AS text), CAST(:unique_scope AS text), CAST(:meta AS jsonb),
-           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now())
+           COALESCE(CAST(:now AS timestamptz), now()), COALESCE(CAST(:now AS timestamptz), now()),
+           COALESCE(CAST(:concurrency_key AS text), CASE WHEN CAST(:unregistered AS boolean)
+               THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END)
     WHERE {@wf_held}
     ON CONFLICT DO NOTHING
     RETURNING queue, run_after),

@@ -60,11 +60,14 @@ EXISTS (SELECT 1 FROM tickq_jobs d JOIN tickq_workflow_runs r ON r.id = d.id
           AND d.attempts = :attempt AND r.status IN ('running', 'waiting'))
 
 -- name: wf_insert_step_job
--- A step's job, once: its unique key is the run's and the step's.
+-- A step's job, once: its unique key is the run's and the step's (as insert_row, but only
+-- while the driver holds its attempt).
 INSERT INTO tickq_jobs (type, queue, payload, priority, max_attempts, run_after,
-                        unique_key, unique_scope, meta, created_at, updated_at)
+                        unique_key, unique_scope, meta, created_at, updated_at, concurrency_key)
 SELECT :type, :queue, :payload, :priority, :max_attempts, COALESCE(:run_after, :now),
-       :unique_key, :unique_scope, :meta, :now, :now
+       :unique_key, :unique_scope, :meta, :now, :now,
+       COALESCE(:concurrency_key, CASE WHEN :unregistered
+           THEN (SELECT '' FROM tickq_limits l WHERE l.type = :type AND l.keyed) END)
 WHERE {@wf_held}
 ON CONFLICT DO NOTHING
 
