@@ -36,10 +36,11 @@ from latency import latency_figures  # noqa: E402
 from processing import Config, Drainer, parse_grid, processing_figures  # noqa: E402
 from report import table, write_json  # noqa: E402
 from wakeup import has_tick, wakeup_figures  # noqa: E402
+from workflows import workflow_figures  # noqa: E402
 
 import tickq  # noqa: E402
 
-SECTIONS = ("enqueue", "processing", "latency", "tick", "idle", "alerts", "controls")
+SECTIONS = ("enqueue", "processing", "latency", "tick", "idle", "alerts", "controls", "workflows")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Sizes:
     latency_gap: float = 0.020
     tick_samples: int = 20
     cold_runs: int = 5
+    workflow_runs: int = 50
 
 
 QUICK = Sizes(
@@ -64,6 +66,7 @@ QUICK = Sizes(
     latency_jobs=50,
     tick_samples=10,
     cold_runs=3,
+    workflow_runs=10,
 )
 
 
@@ -188,6 +191,9 @@ def measure(
             progress(db, "controls")
             drainer = LimitedDrainer(db, q, sizes.jobs, worker=True)
             figures += controls_figures(drainer, sizes.one_at_a_time, args.runs)
+        if "workflows" in sections and hasattr(tickq, "WorkflowContext"):
+            progress(db, "workflows")
+            figures += workflow_figures(db, sizes.workflow_runs, args.runs)
     finally:
         q.close()
     return figures

@@ -30,6 +30,10 @@ SAME_MEANING = {
 }
 
 ON_PURPOSE = {
+    "function tickq_workflow_step_ended": "Postgres only: a trigger's body is a function there; "
+    "SQLite writes it inside its trigger of the same name",
+    "function tickq_workflow_run_moved": "Postgres only: a trigger's body is a function there; "
+    "SQLite writes it inside its trigger of the same name",
     "table tickq_clocks": "SQLite only: each process's wall clock against the host's "
     "monotonic clock, so schedules come due when most live clocks say so; on Postgres the "
     "database's own clock decides",

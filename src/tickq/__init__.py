@@ -25,11 +25,14 @@ from .errors import (
     Retry,
     SchemaMissing,
     Snooze,
+    StepFailed,
     TickqError,
     UnknownJobType,
+    WorkflowMismatch,
 )
 from .job import Job, JobState
 from .queue import Queue
+from .workflow.context import WorkflowContext
 
 __all__ = [
     "Cancel",
@@ -46,8 +49,11 @@ __all__ = [
     "Retry",
     "SchemaMissing",
     "Snooze",
+    "StepFailed",
     "TickqError",
     "UnknownJobType",
+    "WorkflowContext",
+    "WorkflowMismatch",
     "__version__",
     "current_job",
 ]
@@ -66,4 +72,11 @@ _PUBLIC_MODULES = (
     "tickq.web",
     "tickq.webhooks",
 )
-_PUBLIC_TYPES = ("tickq.queue.JobFunction", "tickq.job.Attempt")
+_PUBLIC_TYPES = (
+    "tickq.queue.JobFunction",
+    "tickq.job.Attempt",
+    "tickq.workflow.facade.WorkflowFunction",
+    "tickq.workflow.context.StepHandle",
+    "tickq.workflow.records.WorkflowRun",
+    "tickq.workflow.records.WorkflowStep",
+)

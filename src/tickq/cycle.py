@@ -355,7 +355,7 @@ def log_outcome(o: Outcome, override: str | None = None) -> None:
     log.handle(record)
 
 
-QUIET_OUTCOMES = ("succeeded", "snoozed")
+QUIET_OUTCOMES = ("succeeded", "snoozed", "suspended")
 """Outcomes logged at INFO: neither is a failure (a snooze is a job waiting, on purpose)."""
 OUTCOME_MESSAGE = "job %s %s attempt %s/%s %s in %.1fms%s"
 LOG_LINE = log_outcome.__code__.co_firstlineno

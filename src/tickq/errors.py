@@ -105,3 +105,46 @@ def snooze_seconds(value: object) -> float:
 
 class JobTimeout(TickqError, TimeoutError):
     """A job ran past its ``timeout``; the attempt counts as failed."""
+
+
+class StepFailed(TickqError):
+    """Raised inside a workflow when one of its steps (a job) failed for good: out of
+    attempts, failed permanently or cancelled. The workflow may catch it; uncaught, the
+    run fails (and alerts, like a job). ``job_id`` is the step's job, ``error`` its last
+    error (``None`` when it was cancelled without one)."""
+
+    def __init__(self, job_id: int, name: str, error: str | None, status: str = "failed") -> None:
+        first = (error or "").split("\n", 1)[0]
+        super().__init__(f"step job {job_id} {name} {status}" + (f": {first}" if first else ""))
+        self.job_id, self.name, self.error, self.status = job_id, name, error, status
+
+    def __reduce__(self) -> tuple[type[StepFailed], tuple[int, str, str | None, str]]:
+        return type(self), (self.job_id, self.name, self.error, self.status)
+
+
+class WorkflowMismatch(TickqError):
+    """The workflow's code asks for a different step than the one recorded at that place
+    (the code changed while the run was in flight): the run fails rather than do something
+    else. ``recorded`` and ``asked`` name both (docs/workflows.md: shipping a change)."""
+
+    def __init__(self, run_id: int, seq: int, recorded: str, asked: str) -> None:
+        super().__init__(
+            f"workflow run {run_id} step {seq}: the run recorded {recorded} there, but the "
+            f"code now asks for {asked}; the code changed while the run was in flight "
+            "(keep the old steps in place for runs started before the change: see "
+            "docs/workflows.md, shipping a change)"
+        )
+        self.run_id, self.seq, self.recorded, self.asked = run_id, seq, recorded, asked
+
+    def __reduce__(self) -> tuple[type[WorkflowMismatch], tuple[int, int, str, str]]:
+        return type(self), (self.run_id, self.seq, self.recorded, self.asked)
+
+
+class Suspend(BaseException):
+    """Internal: a workflow's driver job suspends (its run waits for a step, a timer or an
+    event); due again after ``seconds`` at the latest. A ``BaseException``, so a workflow's
+    own ``except Exception`` never swallows it."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"suspended for up to {seconds:g}s")
+        self.seconds = seconds

@@ -5,7 +5,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from .context import JobContext, _current, stop_requested, stoppable
-from .errors import Cancel, JobTimeout, Retry, Snooze
+from .errors import Cancel, JobTimeout, Retry, Snooze, Suspend
 from .job import Job, out_of_attempts
 from .payload import Unreadable
 from .retry import steps
@@ -126,6 +126,8 @@ def settle(job: Job, definition: JobDefinition, exc: BaseException, started: flo
             return Outcome(job, "cancelled", format_error(exc), 0.0, perf_counter() - started)
         case Snooze():
             return _snooze_or_fail(job, definition.max_snooze, exc.seconds, started)
+        case Suspend():  # a workflow's driver waits: its run is recorded, nothing failed
+            return Outcome(job, "suspended", None, exc.seconds, perf_counter() - started)
         case Retry():
             return _retry_or_fail(job, format_error(exc), exc.delay, started)
         case UnfitPayload():

@@ -61,7 +61,21 @@ def families(stats: dict[str, Any]) -> list[Any]:
         for job_type, outcomes in sorted(types.items()):
             for outcome, count in sorted(outcomes.items()):
                 processed.add_metric([queue, job_type, outcome], count)
-    return [jobs, *_gauges(core, stats), processed, _durations(core, stats)]
+    return [jobs, *_gauges(core, stats), processed, _durations(core, stats), _runs(core, stats)]
+
+
+WORKFLOW_STATUSES = ("running", "waiting", "done", "failed", "cancelled")
+
+
+def _runs(core: Any, stats: dict[str, Any]) -> Any:
+    runs = core.GaugeMetricFamily(
+        "tickq_workflow_runs", "Workflow runs in the table, by workflow and status.",
+        labels=["workflow", "status"],
+    )  # fmt: skip
+    for workflow, counts in sorted(stats.get("workflow_runs", {}).items()):
+        for status in WORKFLOW_STATUSES:
+            runs.add_metric([workflow, status], counts.get(status, 0))
+    return runs
 
 
 def _gauges(core: Any, stats: dict[str, Any]) -> list[Any]:

@@ -110,7 +110,8 @@ class Inspection:
     ) -> int:
         """Delete done, failed and cancelled jobs finished more than ``older_than`` ago.
 
-        Their attempts go with them; processed totals keep counting them.
+        Their attempts go with them; processed totals keep counting them. Workflow runs
+        that ended as long ago go too, with their steps, and events kept past their ``keep``.
         ``progress(deleted_so_far)`` runs after each batch of 5,000.
         """
         if older_than < timedelta(0):

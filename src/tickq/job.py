@@ -133,6 +133,7 @@ STATE_MACHINE = (
     Transition("succeeded", (_R,),    _D,    None,     0,   0,  "done",      "finish"),
     Transition("retried",   (_R,),    _P,    None,     0,   0,  "error",     "finish"),
     Transition("snoozed",   (_R,),    _P,    None,     -1,  +1, "snoozed",   "finish"),
+    Transition("suspended", (_R,),    _P,    None,     -1,  0,  None,        "finish"),
     Transition("failed",    (_R,),    _F,    None,     0,   0,  "error",     "finish"),
     Transition("cancelled", (_R,),    _C,    None,     0,   0,  "cancelled", "finish"),
     Transition("released",  (_R,),    _P,    None,     -1,  0,  None,        "release"),
@@ -151,6 +152,11 @@ up (the executor decides); a ``rescued`` job out of attempts goes to failed (the
 decides, by the same rule). ``retry`` and ``cancel`` are made by a person (on a running job
 ``cancel`` is a request, ``cancel_requested``: the job sees it and its worker ends it
 cancelled); ``pruned`` rows are first added to the processed totals.
+
+A workflow's driver job that waits (for a step, a timer or an event) is ``suspended``:
+back to pending with its attempt given back and no history row (a replay is not an
+attempt), due when the driver said in its own transaction, or sooner if a step's end or an
+event moved it meanwhile (``store/workflows.py``); the ``finish`` statement keeps it.
 
 A worker may claim jobs ahead of its free slots (``claimed_ahead``) to wait in its line.
 Every claim is unconfirmed until ``started`` (its only change is that mark: the job stays
@@ -172,14 +178,14 @@ TRANSITIONS = {t.name: t for t in STATE_MACHINE}
 
 OUTCOMES = tuple(t.name for t in STATE_MACHINE if t.query == "finish")
 """What one attempt can come to: the transitions an executor returns and ``record`` applies
-(succeeded, retried, snoozed, failed, cancelled), all by one statement, ``finish``.
+(succeeded, retried, snoozed, suspended, failed, cancelled), all by one statement, ``finish``.
 ``stale`` is the word for a finish that changes nothing (its lease was lost, or the job was
 cancelled or rescued meanwhile)."""
 
 
 BACK_IN_LINE = tuple(t.name for t in STATE_MACHINE if t.name in OUTCOMES and t.target is _P)
 """The outcomes that put the job back in line, due after the outcome's delay (retried,
-snoozed): a worker looks again when the first of them comes due."""
+snoozed, suspended): a worker looks again when the first of them comes due."""
 
 
 def out_of_attempts(attempts: int, max_attempts: int) -> bool:

@@ -18,6 +18,7 @@ from .registry import JobDefinition, JobFunction, Registry, check_no_arguments_n
 from .runtime import Runtime
 from .store import open_store
 from .web_apps import WebFactories
+from .workflow.facade import Workflows
 
 # typing, dataclasses and schedule (cronsim) cost a waking host milliseconds of import:
 # imported for type checkers only, or when first needed.
@@ -44,7 +45,7 @@ ALERT_ENV = ("TICKQ_ALERT_WEBHOOK_URL", "TICKQ_ALERT_EMAIL_TO")
 DEFAULT_MAX_CATCH_UP = 100  # tickq.schedule.DEFAULT_MAX_CATCH_UP (a test keeps them equal)
 
 
-class Queue(Enqueueing, Inspection, WebFactories):
+class Queue(Enqueueing, Inspection, WebFactories, Workflows):
     """Durable jobs in your app's own database.
 
     >>> q = Queue("sqlite:///app.db")   # or postgresql://user@host:5432/db
@@ -253,7 +254,8 @@ class Queue(Enqueueing, Inspection, WebFactories):
         """Claim up to ``limit`` due jobs, run them here, record each outcome.
 
         Returns a JSON-serialisable report: ``claimed``, ``succeeded``, ``retried``,
-        ``snoozed`` (raised ``Snooze``: pending again, no attempt used), ``failed``,
+        ``snoozed`` (raised ``Snooze``: pending again, no attempt used), ``suspended``
+        (workflow drivers now waiting for a step, a timer or an event), ``failed``,
         ``cancelled``, ``rescued`` (jobs recovered from dead workers),
         ``stale`` (finished after losing their lease; not recorded), ``released``,
         ``refunded`` (jobs a dead worker had claimed ahead and never started: back to

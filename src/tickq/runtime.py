@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .schedule import ScheduleDefinition
     from .store import SqlStore
     from .webhooks.definition import WebhookDefinition
+    from .workflow.definition import WorkflowDefinition
 
     Hook = Callable[[Job], Any]
 
@@ -46,6 +47,7 @@ class Runtime:
         self.lease_seconds, self.strict = lease_seconds, strict
         self.schedules: dict[str, ScheduleDefinition] = {}
         self.webhooks: dict[str, WebhookDefinition] = {}  # by path
+        self.workflows: dict[str, WorkflowDefinition] = {}  # by name
         self.failure_hooks: list[Hook] = []
         self.retry_hooks: list[Hook] = []
         self.finish_hooks: list[Hook] = []  # a job ended: done, failed or cancelled

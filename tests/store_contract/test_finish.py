@@ -85,7 +85,10 @@ def test_each_outcome_lands_where_its_row_says(store: SqlStore) -> None:
         if o.kind != "succeeded":  # hooks and alerts get the row as finish left it
             assert settled == after
         history = {a.attempt: a.outcome for a in store.attempts(o.job.id)}
-        assert history[o.job.attempts] == t.counted
+        if t.counted is None:  # suspended: a workflow's replay is no run of its own
+            assert o.job.attempts not in history
+        else:
+            assert history[o.job.attempts] == t.counted
 
 
 def test_stale_and_applied_outcomes_in_one_batch_are_told_apart_by_id(

@@ -17,7 +17,7 @@ from ..errors import TickqError
 from ..redact import redact_text
 
 COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection", "controls",
-                   "dashboard")  # fmt: skip
+                   "dashboard", "workflows")  # fmt: skip
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

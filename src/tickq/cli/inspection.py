@@ -286,6 +286,9 @@ def render_stats(stats: dict[str, Any]) -> str:
         "paused queues: " + (", ".join(stats.get("paused_queues", ())) or "none"),
         "limited types: " + (", ".join(f"{t} ({_limit_text(v)})" for t, v in
                                        sorted(stats.get("limits", {}).items())) or "none"),
+        "workflow runs: " + (", ".join(
+            f"{name} ({', '.join(f'{k} {v}' for k, v in sorted(c.items()))})"
+            for name, c in sorted(stats.get("workflow_runs", {}).items())) or "none"),
         *database_lines(stats.get("database", {})),
     ]  # fmt: skip
     return "\n".join(lines)

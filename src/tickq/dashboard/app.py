@@ -45,6 +45,10 @@ DONE_MESSAGES = {
     "cancel_requested": "Asked the running job to stop: it ends cancelled once its worker "
     "hears (within about a second; if its worker is gone, when its lease runs out).",
 }
+RUN_MESSAGES = {
+    "cancel": "Cancelled: its open steps are cancelled (a running one is asked to stop).",
+    "retry": "The step's job is back to pending, due now; the run goes on once it ends.",
+}
 NO_AUTH = (
     "the tickq dashboard is closed: set TICKQ_DASHBOARD_PASSWORD (a long random value) "
     "or pass auth= (a function deciding from the host app's own login) to open it"
@@ -213,6 +217,12 @@ class Dashboard:
                                  rows=views.schedules(self.queue, now))  # fmt: skip
             if path.startswith("/jobs/") and (job_id := _job_id(path[6:])) is not None:
                 return self.detail(request, job_id)
+            if path == "/workflows":
+                return self.page(request, "workflows.html", nav="workflows",
+                                 data=views.workflows(self.queue, request.query),
+                                 statuses=views.WORKFLOW_STATUSES)  # fmt: skip
+            if path.startswith("/workflows/") and (run_id := _job_id(path[11:])) is not None:
+                return self.run_detail(request, run_id)
         except ConfigurationError:
             raise  # the store's (a database that does not exist): not the request's fault
         except ValueError as exc:
@@ -227,6 +237,29 @@ class Dashboard:
         done = DONE_MESSAGES.get(request.query.get("did", ""))
         return self.page(request, "job.html", status, data=data, nav="jobs", error=error,
                          done=done, now=self.queue._store.now())  # fmt: skip
+
+    def run_detail(self, request: Request, run_id: int, status: int = 200,
+                   error: str | None = None) -> Response:  # fmt: skip
+        data = views.workflow_detail(self.queue, run_id)
+        if data is None:
+            return self.page(request, "error.html", 404,
+                             message=f"workflow run {run_id} does not exist")  # fmt: skip
+        done = RUN_MESSAGES.get(request.query.get("did", ""))
+        return self.page(request, "workflow.html", status, data=data, nav="workflows",
+                         error=error, done=done, now=self.queue._store.now())  # fmt: skip
+
+    def act_on_run(self, request: Request, run_id: int, action: str, seq: int = 0) -> Response:
+        """Cancel a workflow run, or retry a failed run's failed step."""
+        try:
+            if action == "cancel":
+                self.queue.cancel_workflow(run_id)
+            else:
+                self.queue.retry_workflow_step(run_id, seq)
+        except JobNotFound as exc:
+            return self.page(request, "error.html", 404, message=str(exc))
+        except InvalidTransition as exc:
+            return self.run_detail(request, run_id, 409, error=str(exc))
+        return redirect(request.url(f"/workflows/{run_id}?did={action}"))
 
     # -- actions ------------------------------------------------------------------------
     def post(self, request: Request) -> Response:
@@ -247,6 +280,13 @@ class Dashboard:
         if request.path in ("/queues/pause", "/queues/resume"):
             return self.control(request, request.path.rsplit("/", 1)[1])
         parts = request.path.strip("/").split("/")
+        if parts[0] == "workflows" and (run_id := _job_id(parts[1] if len(parts) > 1 else "")):
+            if len(parts) == 3 and parts[2] == "cancel":
+                return self.act_on_run(request, run_id, "cancel")
+            if len(parts) == 5 and parts[2] == "steps" and parts[4] == "retry":
+                seq = _job_id(parts[3])
+                if seq is not None:
+                    return self.act_on_run(request, run_id, "retry", seq)
         if len(parts) == 3 and parts[0] == "jobs" and parts[2] in ACTIONS:
             job_id = _job_id(parts[1])
             if job_id is not None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..registry import JobDefinition
     from ..schedule import ScheduleDefinition
     from ..store import SqlStore
+    from ..workflow.records import WorkflowRun
 
 
 class Queue(Protocol):
@@ -32,3 +33,16 @@ class Queue(Protocol):
 
     def retry_failed(self, type: str | None = None, *, batch: int = ...,
                      progress: Any = None) -> int: ...  # fmt: skip
+
+    def workflow_runs(
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[WorkflowRun]: ...
+
+    def cancel_workflow(self, run_id: int) -> WorkflowRun: ...
+
+    def retry_workflow_step(self, run_id: int, seq: int) -> WorkflowRun: ...

@@ -229,3 +229,47 @@ def chart(hours: list[dict[str, Any]]) -> dict[str, Any]:
               for i, h in enumerate(hours) if i % 3 == 0]  # fmt: skip
     return {"width": width, "height": height, "bars": bars, "labels": labels, "peak": peak,
             "base": height - bottom}  # fmt: skip
+
+
+WORKFLOW_STATUSES = ["running", "waiting", "done", "failed", "cancelled"]
+
+
+def workflows(q: Queue, query: dict[str, str]) -> dict[str, Any]:
+    """One page of workflow runs, newest first, filtered by status and workflow."""
+    status = query.get("status") or None
+    if status is not None and status not in WORKFLOW_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(WORKFLOW_STATUSES)}, got {status!r}")
+    workflow = query.get("workflow") or None
+    before = query.get("before", "")
+    before_id = int(before) if before.isdigit() and len(before) < 19 else None
+    runs = q.workflow_runs(status=status, workflow=workflow, limit=PAGE + 1, before_id=before_id)
+    filters = {k: v for k, v in (("status", status), ("workflow", workflow)) if v}
+    return {
+        "runs": runs[:PAGE], "more": len(runs) > PAGE, "filters": filters,
+        "next_before": runs[PAGE - 1].id if len(runs) > PAGE else None, "before": before_id,
+        "counts": q._store.stats_workflow_runs(),
+    }  # fmt: skip
+
+
+def workflow_detail(q: Queue, run_id: int) -> dict[str, Any] | None:
+    """A run and the timeline of its steps: each job's attempts and error, each sleep's
+    and wait's time."""
+    run = q._store.workflow_run(run_id)
+    if run is None:
+        return None
+    steps = [
+        {"s": step, "error_type": et, "message": msg, "result": _short_json(step.result)}
+        for step in run.steps
+        for et, msg, _ in [split_error(step.error)]
+    ]
+    kind, message, trace = split_error(run.error)
+    return {"run": run, "steps": steps, "payload": pretty(run.payload),
+            "result": pretty(run.result) if run.result is not None else None,
+            "error_type": kind, "message": message, "traceback": trace}  # fmt: skip
+
+
+def _short_json(value: Any) -> str:
+    if value is None:
+        return ""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."

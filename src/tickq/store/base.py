@@ -16,6 +16,7 @@ from .sessions import SessionQueries
 from .stats import StatsQueries
 from .ticks import TickQueries
 from .tokens import TokenQueries
+from .workflows import WorkflowQueries
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ CANCEL_NOTE = ""
 was asked to stop: where the store can tell (Postgres NOTIFY), workers look at once."""
 
 
-class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries):
+class SqlStore(
+    TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries, WorkflowQueries
+):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 
     can_listen = False
@@ -455,7 +458,9 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
         batch: int = 5000,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Delete finished jobs (and their attempts) that finished before now - older_than.
+        """Delete finished jobs (and their attempts) that finished before now - older_than,
+        and the workflow runs that ended before then (with their steps) and the events kept
+        past their time.
 
         What they counted is first added to ``tickq_totals``; ``progress(deleted_so_far)``
         is called after each batch.
@@ -468,6 +473,7 @@ class SqlStore(TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQ
             if progress is not None and deleted:
                 progress(total)
             if deleted < batch:
+                self.prune_workflows(cutoff)
                 return total
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
@@ -503,7 +509,9 @@ def id_of(job: Job) -> int:
 
 
 def _decided(t: Transition) -> tuple[Any, ...]:
-    waits = t.target is JobState.PENDING
+    # A suspended driver keeps the due time it wrote in its own transaction, which a step's
+    # end or an event may have moved to now since (store/workflows.py): no delay of its own.
+    waits = t.target is JobState.PENDING and t.name != "suspended"
     counted = None if t.target is JobState.DONE else t.counted
     return str(t.target), t.attempts, t.snoozes, t.finishes, counted, waits
 

@@ -220,6 +220,15 @@ class PostgresStore(PostgresHorizon, SqlStore):
     def _where(self) -> str:
         return url_location(self.url)
 
+    @contextmanager
+    def _begin(self, conn: Any) -> Iterator[None]:
+        try:
+            with conn.transaction():
+                yield
+        except BaseException:
+            self._forget(conn)
+            raise
+
     def _run(self, conn: Any, sql: str, params: dict[str, Any]) -> Rows:
         try:
             with conn.cursor() as cur:

@@ -83,14 +83,17 @@ _NAMED_PARAM = r"(?<![:\w]):(\w+)"
 def load_queries(
     dialect: str, paramstyle: str, library: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """Return {name: sql}: ``sql/common.sql`` then ``sql/<dialect>.sql``. ``paramstyle``
+    """Return {name: sql}: ``sql/common.sql``, ``sql/<dialect>.sql`` and, for a backend's
+    own queries, the workflows' ``sql/workflows_<dialect>.sql``. ``paramstyle``
     is "named" (:x) or "pyformat" (%(x)s). ``{@name}`` includes the section ``name`` of
     these queries, or of ``library`` when given (a store's own, for its browse queries)."""
     queries = _sections("common", paramstyle)
-    for name, sql in _sections(dialect, paramstyle).items():
-        if name in queries:
-            raise RuntimeError(f"query {name!r} is in both common.sql and {dialect}.sql")
-        queries[name] = sql
+    own = (f"workflows_{dialect}",) if dialect in ("sqlite", "postgres") else ()
+    for file in (dialect, *own):
+        for name, sql in _sections(file, paramstyle).items():
+            if name in queries:
+                raise RuntimeError(f"query {name!r} is in {file}.sql and an earlier file")
+            queries[name] = sql
     return include_fragments(queries, queries if library is None else library)
 
 

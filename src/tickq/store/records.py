@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Literal
 
-    OutcomeKind = Literal["succeeded", "retried", "snoozed", "failed", "cancelled", "stale"]
+    OutcomeKind = Literal[
+        "succeeded", "retried", "snoozed", "suspended", "failed", "cancelled", "stale"
+    ]
 
 
 class Outcome(Frozen):
@@ -54,12 +56,13 @@ class Recorded:
     start it recorded, and ``ahead``, the ids of the jobs it claimed ahead."""
 
     __slots__ = ("ahead", "cancelled", "failed", "retried", "snoozed", "stale", "started",
-                 "succeeded")  # fmt: skip
+                 "succeeded", "suspended")  # fmt: skip
 
     def __init__(self) -> None:
         self.succeeded: list[Job] = []
         self.retried: list[Job] = []
         self.snoozed: list[Job] = []
+        self.suspended: list[Job] = []
         self.failed: list[Job] = []
         self.cancelled: list[Job] = []
         self.stale: list[Job] = []

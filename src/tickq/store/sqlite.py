@@ -235,6 +235,11 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                 conn.execute("ROLLBACK")
             raise
 
+    @contextmanager
+    def _begin(self, conn: sqlite3.Connection) -> Iterator[None]:
+        with self._transaction(conn):
+            yield
+
     def _run(self, conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> Rows:
         return self._execute(conn, sql, params)
 

@@ -50,8 +50,16 @@ class StatsQueries(Plumbing):
             "limits": {t: {"concurrency": c, "rate_limit": Limit(c, r, p).rate_text,
                            "per_key": bool(k)}
                        for t, c, r, p, k in self._query("limits")},
+            "workflow_runs": self.stats_workflow_runs(),
             "database": self.database_health(), "now": now.isoformat(),
         }  # fmt: skip
+
+    def stats_workflow_runs(self) -> dict[str, dict[str, int]]:
+        """Workflow runs by workflow, then status (``store.workflows``)."""
+        counts: dict[str, dict[str, int]] = {}
+        for workflow, status, count in self._query("wf_counts"):
+            counts.setdefault(workflow, {})[status] = int(count)
+        return counts
 
     def database_health(self) -> dict[str, Any]:
         """What the database itself is up to that slows or stops tickq: on SQLite the

@@ -198,6 +198,119 @@ CREATE TABLE tickq_tokens_seen (
 );
 CREATE INDEX tickq_tokens_seen_expiry ON tickq_tokens_seen (expires_at);
 
+-- Durable workflows (docs/workflows.md). A run is its driver job (type 'tickq.workflow',
+-- same id) replaying the workflow function; its steps are recorded below, each step job's
+-- end recorded and the run woken by triggers, in the transaction that ends the job.
+CREATE TABLE tickq_workflow_runs (
+    id          BIGINT      PRIMARY KEY,  -- the id of its driver job
+    workflow    TEXT        NOT NULL,     -- the workflow's registered name
+    status      TEXT        NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'waiting', 'done', 'failed', 'cancelled')),
+    payload     JSON        NOT NULL DEFAULT '{}',  -- as started
+    result      JSON,         -- what the workflow function returned
+    error       TEXT,         -- why it failed or was cancelled
+    wakes       BIGINT      NOT NULL DEFAULT 0,  -- counts step ends and events delivered
+    created_at  TIMESTAMPTZ NOT NULL,
+    updated_at  TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ
+);
+CREATE INDEX tickq_workflow_runs_status ON tickq_workflow_runs (status, id);
+CREATE INDEX tickq_workflow_runs_workflow ON tickq_workflow_runs (workflow, id);
+
+-- One row per recorded call of a run, numbered in the order the code made them.
+CREATE TABLE tickq_workflow_steps (
+    run_id      BIGINT      NOT NULL,
+    seq         INTEGER     NOT NULL,  -- 0, 1, 2... in execution order
+    kind        TEXT        NOT NULL CHECK (kind IN ('job', 'sleep', 'event', 'value')),
+    name        TEXT        NOT NULL,  -- the job type, 'sleep', the event's or value's name
+    -- pending (a job not finished), waiting (a sleep or wait not over), done, failed,
+    -- cancelled (a job), timed_out (a wait whose timeout came first).
+    status      TEXT        NOT NULL
+                CHECK (status IN ('pending', 'waiting', 'done', 'failed', 'cancelled',
+                                  'timed_out')),
+    job_id      BIGINT,       -- the step's job (kind 'job')
+    event_key   TEXT,         -- the key waited for (kind 'event')
+    event_id    BIGINT,       -- the event received
+    wake_at     TIMESTAMPTZ,  -- when a sleep ends or a wait times out
+    attempts    INTEGER     NOT NULL DEFAULT 0,  -- the job's attempts, once it ended
+    result      JSON,         -- the job's result, the event's data, the value recorded
+    error       TEXT,         -- the job's last error, when it failed
+    created_at  TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX tickq_workflow_steps_job ON tickq_workflow_steps (job_id) WHERE job_id IS NOT NULL;
+CREATE INDEX tickq_workflow_steps_waiting ON tickq_workflow_steps (name, event_key)
+    WHERE status = 'waiting' AND kind = 'event';
+
+-- Events sent with q.send_event, kept until expires_at for runs that reach wait_for later.
+CREATE TABLE tickq_workflow_events (
+    id         BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name       TEXT        NOT NULL,
+    key        TEXT        NOT NULL,
+    data       JSON,
+    created_at TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX tickq_workflow_events_key ON tickq_workflow_events (name, key, id);
+CREATE INDEX tickq_workflow_events_expiry ON tickq_workflow_events (expires_at);
+
+-- A step job ended (by its worker, a rescue or a cancel): its result is recorded once, and
+-- its run woken (due now, unless due sooner; a driver replaying right then keeps the due
+-- time it gets here, see the suspended transition), listening workers notified at commit.
+CREATE FUNCTION tickq_workflow_step_ended() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    run bigint := CAST(NEW.meta ->> 'workflow_run' AS bigint);
+    woken text;
+BEGIN
+    UPDATE tickq_workflow_steps
+    SET status = NEW.status, result = NEW.result, error = NEW.last_error,
+        attempts = NEW.attempts, finished_at = NEW.updated_at
+    WHERE run_id = run AND job_id = NEW.id AND status = 'pending';
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- The driver's row before the run's, as everywhere: a driver's own finish holds its
+    -- row, then its trigger takes the run's. No test of run_after in the WHERE: it must
+    -- wait for a replay writing the driver's due time right now, then move it sooner.
+    UPDATE tickq_jobs SET run_after = LEAST(run_after, NEW.updated_at)
+    WHERE id = run AND status IN ('pending', 'running')
+    RETURNING queue INTO woken;
+    IF woken IS NOT NULL THEN
+        PERFORM pg_notify('tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid), woken);
+    END IF;
+    UPDATE tickq_workflow_runs SET wakes = wakes + 1 WHERE id = run;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tickq_workflow_step_ended AFTER UPDATE OF status ON tickq_jobs
+FOR EACH ROW
+WHEN (OLD.status IN ('pending', 'running') AND NEW.status IN ('done', 'failed', 'cancelled')
+      AND NEW.meta ? 'workflow_run')
+EXECUTE FUNCTION tickq_workflow_step_ended();
+
+-- A driver job ended, or was retried by hand: its run's status follows.
+CREATE FUNCTION tickq_workflow_run_moved() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE tickq_workflow_runs
+    SET status = CASE WHEN NEW.status = 'pending' THEN 'running' ELSE NEW.status END,
+        result = CASE WHEN NEW.status = 'done' THEN NEW.result END,
+        error = CASE WHEN NEW.status IN ('failed', 'cancelled') THEN NEW.last_error END,
+        finished_at = CASE WHEN NEW.status = 'pending' THEN NULL ELSE NEW.updated_at END,
+        updated_at = NEW.updated_at
+    WHERE id = NEW.id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tickq_workflow_run_moved AFTER UPDATE OF status ON tickq_jobs
+FOR EACH ROW
+WHEN (NEW.type = 'tickq.workflow'
+      AND ((OLD.status IN ('pending', 'running') AND NEW.status IN ('done', 'failed', 'cancelled'))
+           OR (OLD.status IN ('done', 'failed', 'cancelled') AND NEW.status = 'pending')))
+EXECUTE FUNCTION tickq_workflow_run_moved();
+
 -- The migrations applied (q.migrate() creates this table itself, before the first one).
 CREATE TABLE IF NOT EXISTS tickq_migrations (
     version    INTEGER PRIMARY KEY,
