@@ -209,3 +209,62 @@ def test_keyboard_and_phone(q: Queue, browser: Any, shots: Path) -> None:
         links = page.get_by_role("link", name=re.compile(r"^Job \d+$"))
         assert links.count() == len(q.list_jobs(status="failed")) == 10
         context.close()
+
+
+def test_a_workflow_run_seen_retried_and_cancelled_in_the_browser(
+    frozen_queue: Queue, browser: Any, shots: Path
+) -> None:
+    from tickq import WorkflowContext
+
+    q = frozen_queue
+    api = {"down": True}
+
+    @q.job(max_attempts=1)
+    def call_api(order: int) -> str:
+        if api["down"]:
+            raise ConnectionError(f"the shipping API is down for order {order}")
+        return "shipped"
+
+    @q.workflow()
+    def fulfil(wf: WorkflowContext, order: int, wait: bool) -> str:
+        if wait:
+            wf.wait_for("order.paid", key=f"order:{order}")
+        return str(wf.run(call_api, order=order))
+
+    failed, waiting = fulfil.start(order=1, wait=False), fulfil.start(order=2, wait=True)
+    q.tick()
+    assert q.workflow_run(failed).status == "failed"
+    app = q.asgi_app(dashboard={"password": PASSWORD, "refresh_seconds": 0})
+    with serving(app) as base:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.on("dialog", lambda d: d.accept())
+        page.goto(f"{base}/tickq/login")
+        page.get_by_label("Dashboard password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{base}/tickq/")
+
+        page.get_by_role("navigation", name="Dashboard").get_by_role("link", name="Workflows").click()
+        assert page.get_by_role("heading", name="Workflow runs").is_visible()
+        assert page.get_by_role("link", name=f"Run {waiting}").is_visible()
+        page.get_by_role("link", name=f"Run {failed}").click()
+        page.wait_for_url(f"{base}/tickq/workflows/{failed}")
+        assert "the shipping API is down for order 1" in page.inner_text("main")
+        page.screenshot(path=shots / "dashboard-workflow-failed.png", full_page=True)
+
+        api["down"] = False
+        page.get_by_role("button", name=f"Retry step 0 of run {failed}").click()
+        page.get_by_text("goes on once it ends").wait_for()
+        q.tick()
+        assert q.workflow_run(failed).status == "done"
+        assert q.workflow_run(failed).result == "shipped"
+
+        page.goto(f"{base}/tickq/workflows/{waiting}")
+        assert "order.paid" in page.inner_text("main")
+        page.get_by_role("button", name=f"Cancel workflow run {waiting}").click()
+        page.wait_for_url(re.compile(rf".*/tickq/workflows/{waiting}.*"))
+        page.locator("h1 .status").filter(has_text="cancelled").wait_for()
+        assert q.workflow_run(waiting).status == "cancelled"
+        page.screenshot(path=shots / "dashboard-workflow.png", full_page=True)
+        context.close()
