@@ -245,7 +245,8 @@ def test_a_workflow_run_seen_retried_and_cancelled_in_the_browser(
         page.get_by_role("button", name="Log in").click()
         page.wait_for_url(f"{base}/tickq/")
 
-        page.get_by_role("navigation", name="Dashboard").get_by_role("link", name="Workflows").click()
+        nav = page.get_by_role("navigation", name="Dashboard")
+        nav.get_by_role("link", name="Workflows").click()
         assert page.get_by_role("heading", name="Workflow runs").is_visible()
         assert page.get_by_role("link", name=f"Run {waiting}").is_visible()
         page.get_by_role("link", name=f"Run {failed}").click()
