@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Collection, Sequence
     from datetime import datetime, timedelta
+    from re import Match
     from typing import Any
 
     from ..clock import Clock
@@ -46,6 +47,7 @@ class SqlStore(
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(url, clock)
+        self._sql.update(by_kind(self._sql, self.FINISHING))
         self._subscribers: list[Wake] = []
 
     @property
@@ -204,20 +206,41 @@ class SqlStore(
         jobs = sorted(jobs, key=id_of)  # ids ascending: see queries.of_job
         return {"owner": owner, "ids": [j.id for j in jobs], "attempts": [j.attempts for j in jobs]}
 
+    FINISHING: tuple[str, ...] = ("finish", "add_attempts")
+    """The statements compiled once per kind of outcome (see ``by_kind``)."""
+    SETTLES_IN_FINISH = False
+    """True where ``finish_settled`` returns the jobs it left (no ``settled`` after it)."""
+
     def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        """``finish`` applying ``outcomes`` as their rows of the state machine say; with any
-        but successes, their history rows first and the jobs it settled read back after
+        """``finish`` applying ``outcomes``, once per kind of outcome among them, as compiled
+        for that kind (``finish:retried``: its row of the state machine written into the
+        statement); for others than successes, their history rows first (under finish's
+        own guard: it then sees them running) and the jobs it settled read back after
         (their hooks and alerts get them)."""
-        params = {"owner": owner, "now": self._now(), **self._decisions(outcomes)}
-        others = [o.job.id for o in outcomes if o.kind != "succeeded"]
-        if not others:
-            return [("finish", params)]
-        settled = {"ids": self._ids_param(others), "now": params["now"]}
-        # Their history rows first, under finish's own guard (it then sees them running).
-        return [("add_attempts", params), ("finish", params), ("settled", settled)]
+        now = self._now()
+        kinds: dict[str, list[Outcome]] = {}
+        for o in outcomes:
+            kinds.setdefault(o.kind, []).append(o)
+        statements: list[Statement] = []
+        others: list[int] = []
+        for kind, batch in kinds.items():
+            params = {"owner": owner, "now": now, **self._decisions(batch)}
+            if kind == "succeeded":
+                statements.append((f"finish:{kind}", params))
+                continue
+            statements.append((f"add_attempts:{kind}", params))
+            if self.SETTLES_IN_FINISH:
+                statements.append((f"finish_settled:{kind}", params))
+            else:
+                statements.append((f"finish:{kind}", params))
+                others += [o.job.id for o in batch]
+        if others:
+            statements.append(("settled", {"ids": self._ids_param(others), "now": now}))
+        return statements
 
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
-        """The ``:decisions`` of ``finish``, in the dialect's form (see ``decision``)."""
+        """The parameters of ``finish`` for ``outcomes`` (all of one kind), in the
+        dialect's form: what varies from job to job (see ``decisions``)."""
         raise NotImplementedError
 
     def _recorded(self, outcomes: Sequence[Outcome], rows: dict[str, Rows]) -> Recorded:
@@ -583,3 +606,37 @@ WHY_NOT = {
     ("cancel", "failed"): " (it already stopped)",
     ("cancel", "cancelled"): " (it is already cancelled)",
 }
+
+
+def by_kind(queries: dict[str, str], names: Sequence[str]) -> dict[str, str]:
+    """``finish:retried``, ``add_attempts:retried``...: each statement of ``names`` with
+    one kind of outcome's row of the state machine written into it as constants (its
+    ``next_status``, ``attempt_change``, ``snooze_change``, ``finishes`` and ``counted``
+    placeholders), so the database reads them as such, not per job: one text per kind."""
+    import re
+
+    compiled = {}
+    for kind, (status, attempts, snoozes, finishes, counted, _) in DECIDED.items():
+        row = {"next_status": _literal(status), "attempt_change": _literal(attempts),
+               "snooze_change": _literal(snoozes), "finishes": _literal(finishes),
+               "counted": _literal(counted)}  # fmt: skip
+        keys = "|".join(row)
+        pattern = re.compile(rf":({keys})\b|%\(({keys})\)s")
+        for name in names:
+            compiled[f"{name}:{kind}"] = pattern.sub(_written(row), queries[name])
+    return compiled
+
+
+def _written(row: dict[str, str]) -> Callable[[Match[str]], str]:
+    def literal(match: Match[str]) -> str:
+        return row[match.group(1) or match.group(2)]
+
+    return literal
+
+
+def _literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool | int):
+        return str(int(value))
+    return "'" + str(value).replace("'", "''") + "'"

@@ -311,19 +311,14 @@ class PostgresStore(PostgresHorizon, SqlStore):
     def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
         # Array literals lined up with :ids (ascending), each job's element read by
         # subscript in finish (psycopg's list dumper costs ~0.5 µs an element); a column
-        # with no value in it (no delay, error or result) as one NULL. The batch's
-        # state-machine rows are short arrays that :rows numbers.
-        per_job, rows = decisions(outcomes)
-        ids, attempts, numbers, delays, errors, results, seconds = zip(*per_job, strict=True)
-        statuses, changes, snoozes, finishes, counted = zip(*rows, strict=True)
+        # with no value in it (no delay, error or result) as one NULL. The outcomes are of
+        # one kind, whose row of the state machine is in the statement (by_kind).
+        per_job, _ = decisions(outcomes)
+        ids, attempts, _, delays, errors, results, seconds = zip(*per_job, strict=True)
         return {
             "ids": number_array(ids), "attempts": number_array(attempts),
-            "rows": number_array(numbers), "delays": _or_null(number_array, delays),
-            "errors": _or_null(text_array, errors), "results": _or_null(text_array, results),
-            "seconds": number_array(seconds),
-            "statuses": text_array(statuses), "attempt_changes": number_array(changes),
-            "snooze_changes": number_array(snoozes), "finishes": bool_array(finishes),
-            "counted": text_array(counted),
+            "delays": _or_null(number_array, delays), "errors": _or_null(text_array, errors),
+            "results": _or_null(text_array, results), "seconds": number_array(seconds),
         }  # fmt: skip
 
     def _releases(

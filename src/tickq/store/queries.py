@@ -133,7 +133,6 @@ def format_query(sql: str, paramstyle: str) -> str:
     sql = sql.replace("{out_of_attempts}", OUT_OF_ATTEMPTS)
     import re
 
-    sql = re.sub(r"\{of_row:(\w+):(\w+)\}", _of_row, sql)
     sql = re.sub(r"\{of_job:(\w+):(\w+)\}", _of_job, sql)
     sql = sql.replace("{asked_to_stop}", ASKED_TO_STOP)
     sql = sql.replace("{stop_error}", STOP_ERROR)
@@ -161,13 +160,6 @@ def _of_job(match: Match[str]) -> str:
 
 def _element(name: str, kind: str) -> str:
     return f"(CAST(:{name} AS {kind}[]))[width_bucket(tickq_jobs.id, CAST(:ids AS bigint[]))]"
-
-
-def _of_row(match: Match[str]) -> str:
-    """``{of_row:statuses:text}``: the element of the array ``:statuses`` for this row's
-    decision's row of the state machine (``:rows``, lined up with ``:ids``, numbers it)."""
-    name, kind = match.groups()
-    return f"(CAST(:{name} AS {kind}[]))[{_element('rows', 'int')}]"
 
 
 def column_list(columns: tuple[str, ...], prefix: str = "") -> str:

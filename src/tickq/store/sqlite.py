@@ -16,15 +16,14 @@ from ..errors import (
     DatabaseUnavailable,
     SchemaMissing,
 )
-from .base import DECIDED, SqlStore, decisions, match_inserted, released_error
+from .base import SqlStore, decisions, match_inserted, released_error
 from .clocks import SQLiteClocks
 from .wal import JOURNAL_SIZE_LIMIT, SQLiteWal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import re
     import threading
-    from collections.abc import Callable, Collection, Iterator, Sequence
+    from collections.abc import Collection, Iterator, Sequence
     from typing import Any
 
     from ..clock import Clock
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
     from .records import Outcome, Recorded, Rescued, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
-FINISHING = ("finish", "finish_settled", "add_attempts")
-"""The statements compiled once per kind of outcome (see by_kind)."""
 
 LIMITS_LOOK = 1.0
 """Seconds between looks at whether any job type is limited (a claim of a limited type's
@@ -99,7 +96,6 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
 
     def __init__(self, url: str, clock: Clock | None = None) -> None:
         super().__init__(url, clock)
-        self._sql = {**self._sql, **by_kind(self._sql)}
         self.path, options = sqlite_path(url)
         self.busy_timeout = seconds("timeout", options.get("timeout", "30"))
         self.synchronous = options.get("synchronous", "full").lower()
@@ -388,32 +384,19 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     def _ids_param(self, ids: Sequence[int]) -> Any:
         return dumps(list(ids))
 
-    def _finish_statements(self, owner: str, outcomes: Sequence[Outcome]) -> list[Statement]:
-        # One finish per kind of outcome in the batch, as compiled for that kind (see
-        # by_kind): its row of the state machine is in the statement's text, and each
-        # job's JSON holds only what varies (SQLite parses the JSON again for every field
-        # it reads: 11 fields a job cost 2.5x the old succeeded statement). A batch with
-        # others than successes: their history rows first, and finish_settled returns the
-        # jobs it left (no settled read after it; another process hears the commit).
-        now = self._now()
-        kinds: dict[str, list[Outcome]] = {}
-        for o in outcomes:
-            kinds.setdefault(o.kind, []).append(o)
-        statements: list[Statement] = []
-        for kind, batch in kinds.items():
-            params = {"owner": owner, "now": now, "decisions": self._decisions_json(batch)}
-            if kind == "succeeded":
-                statements.append((f"finish:{kind}", params))
-            else:
-                statements += [(f"add_attempts:{kind}", params), (f"finish_settled:{kind}", params)]
-        return statements
+    # finish returns the jobs it left (finish_settled, no settled read after it: another
+    # process hears the commit, no wake-up to send with them).
+    SETTLES_IN_FINISH = True
+    FINISHING = ("finish", "finish_settled", "add_attempts")
 
-    def _decisions_json(self, outcomes: Sequence[Outcome]) -> str:
-        # [[id, attempt, due, error, result, seconds], ...]: finish reads it with json_each;
-        # a delay becomes the due time (SQLite's times are computed here).
+    def _decisions(self, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+        # [[id, attempt, due, error, result, seconds], ...]: finish reads it with json_each
+        # (SQLite parses the JSON again for each field it reads: only what varies is in
+        # it); a delay becomes the due time (SQLite's times are computed here).
         per_job, _ = decisions(outcomes, self._in)
-        return dumps([(i, attempt, due, error, result, seconds)
-                      for i, attempt, _, due, error, result, seconds in per_job])  # fmt: skip
+        varies = [(i, attempt, due, error, result, seconds)
+                  for i, attempt, _, due, error, result, seconds in per_job]  # fmt: skip
+        return {"decisions": dumps(varies)}
 
     def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
         if len(jobs) == 1:
@@ -567,38 +550,3 @@ def split_statements(script: str) -> list[str]:
     ):
         statements.append(current.strip())
     return statements
-
-
-def by_kind(queries: dict[str, str]) -> dict[str, str]:
-    """``finish:retried``, ``add_attempts:retried``...: each statement of ``FINISHING`` with
-    one outcome kind's row of the state machine written into it (``:next_status`` and the
-    rest of the decisions fragment's row), so that SQLite reads it as constants, not as
-    parameters or JSON: one text per kind, prepared once."""
-    import re
-
-    compiled = {}
-    for kind, (status, attempts, snoozes, finishes, counted, _) in DECIDED.items():
-        row = {"next_status": _literal(status), "attempt_change": _literal(attempts),
-               "snooze_change": _literal(snoozes), "finishes": _literal(finishes),
-               "counted": _literal(counted)}  # fmt: skip
-        pattern = re.compile(r":(" + "|".join(row) + r")\b")
-        for name in FINISHING:
-            compiled[f"{name}:{kind}"] = pattern.sub(_written(row), queries[name])
-    return compiled
-
-
-def _written(row: dict[str, str]) -> Callable[[re.Match[str]], str]:
-    def literal(match: re.Match[str]) -> str:
-        return row[match.group(1)]
-
-    return literal
-
-
-def _literal(value: object) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int):
-        return str(value)
-    return "'" + str(value).replace("'", "''") + "'"

@@ -117,12 +117,12 @@ WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'running' AND ahead = 1
 RETURNING id
 
 -- name: next_status
--- (A fragment.) The status a row's decision moves it to. A batch of decisions is arrays
--- lined up with :ids, ascending (attempts, rows, delays, errors, results, seconds), one
--- element per outcome, and the batch's rows of job.STATE_MACHINE (statuses,
--- attempt_changes, snooze_changes, finishes, counted), numbered by :rows;
--- {of_job:...} reads this job's element, {of_row:...} its row's.
-{of_row:statuses:text}
+-- (A fragment.) The status a row's decision moves it to. A batch of decisions, all of one
+-- kind of outcome, is arrays lined up with :ids, ascending (attempts, delays, errors,
+-- results, seconds), one element per outcome, {of_job:...} reading this job's; the kind's
+-- row of job.STATE_MACHINE (:next_status, :attempt_change, :snooze_change, :finishes,
+-- :counted) is written into the statement as constants, one text per kind (by_kind).
+CAST(:next_status AS text)
 
 -- name: error_text
 -- (A fragment.) The error of a row's decision.
@@ -137,16 +137,16 @@ RETURNING id
 INSERT INTO tickq_attempts (job_id, attempt, snooze, started_at, finished_at, outcome, error,
                             duration)
 SELECT id, attempts,
-       CASE WHEN {of_row:snooze_changes:int} > 0 AND cancel_requested_at IS NULL
-            THEN snoozes + {of_row:snooze_changes:int} ELSE 0 END,
+       CASE WHEN CAST(:snooze_change AS int) > 0 AND cancel_requested_at IS NULL
+            THEN snoozes + CAST(:snooze_change AS int) ELSE 0 END,
        attempted_at, COALESCE(CAST(:now AS timestamptz), now()),
-       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {of_row:counted:text} END,
+       CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE CAST(:counted AS text) END,
        CASE WHEN {asked_to_stop} THEN {stop_error} ELSE {@error_text} END,
        {of_job:seconds:float8}
 FROM tickq_jobs
 WHERE id = ANY(CAST(:ids AS bigint[])) AND (status = 'running') IS TRUE
   AND lease_owner = :owner AND attempts = {of_job:attempts:int}
-  AND {of_row:counted:text} IS NOT NULL
+  AND CAST(:counted AS text) IS NOT NULL
 ON CONFLICT DO NOTHING
 
 -- name: finish
@@ -161,14 +161,14 @@ ON CONFLICT DO NOTHING
 UPDATE tickq_jobs
 SET status = CASE WHEN {asked_to_stop} THEN 'cancelled' ELSE {@next_status} END,
     attempts = attempts + CASE WHEN {asked_to_stop} THEN 0
-                               ELSE {of_row:attempt_changes:int} END,
-    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE {of_row:snooze_changes:int} END,
-    snoozed_since = CASE WHEN {of_row:snooze_changes:int} > 0 AND NOT {asked_to_stop}
+                               ELSE CAST(:attempt_change AS int) END,
+    snoozes = snoozes + CASE WHEN {asked_to_stop} THEN 0 ELSE CAST(:snooze_change AS int) END,
+    snoozed_since = CASE WHEN CAST(:snooze_change AS int) > 0 AND NOT {asked_to_stop}
                          THEN COALESCE(snoozed_since, attempted_at) ELSE snoozed_since END,
     run_after = CASE WHEN {of_job:delays:float8} IS NULL THEN run_after
                      ELSE COALESCE(CAST(:now AS timestamptz), now())
                           + make_interval(secs => {of_job:delays:float8}) END,
-    finished_at = CASE WHEN {of_row:finishes:boolean} OR {asked_to_stop}
+    finished_at = CASE WHEN CAST(:finishes AS boolean) OR {asked_to_stop}
                        THEN COALESCE(CAST(:now AS timestamptz), now()) END,
     last_error = CASE WHEN {asked_to_stop} THEN {stop_error}
                       ELSE COALESCE({@error_text}, last_error) END,
