@@ -9,6 +9,8 @@ nothing here imports it first.
 
 from __future__ import annotations
 
+from .payload import _short
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -325,11 +327,3 @@ def _iso_hint(value: Any) -> str:
 
 def shown(value: Any) -> str:
     return f"{type(value).__name__} {_short(value)}"
-
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -187,7 +187,7 @@ class SqlStore(
             ran = self._query_many(statements) if statements else []
         rows: dict[str, list[Any]] = {}
         for (name, _), r in zip(statements, ran, strict=True):
-            # "finish:retried": finish as compiled for one kind of outcome (SQLite)
+            # "finish:retried": finish as compiled for one kind of outcome (by_kind)
             rows.setdefault(name.partition(":")[0], []).extend(r)
         claimed_ahead = self._claimed(rows.get("claim_ahead", []), owner)
         recorded = self._recorded(outcomes, rows)
@@ -505,22 +505,18 @@ class SqlStore(
 
 def decisions(
     outcomes: Sequence[Outcome], due: Callable[[float], Any] | None = None
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """A batch of outcomes as ``finish`` applies it: per outcome, sorted by job id, the job's
-    id and attempt (its guard), the number (from 1) of its row in the batch's rows, and
-    the run's delay (None unless back in line; ``due(delay)`` when given: SQLite passes
-    the time it comes due), error, result and duration; then the rows, one per kind of
-    outcome in the batch: each its row of ``job.STATE_MACHINE`` (target, attempt change,
-    snooze change, whether it finishes, what the history counts: None for a success,
-    whose attempt is the job row)."""
-    numbers: dict[str, int] = {}
+) -> list[tuple[Any, ...]]:
+    """Outcomes of one kind as ``finish`` applies them (their kind's row of
+    ``job.STATE_MACHINE`` is in the statement, see ``by_kind``): per outcome, sorted by
+    job id, the job's id and attempt (its guard), the run's delay (None unless back in
+    line; ``due(delay)`` when given: SQLite passes the time it comes due), error, result
+    and duration."""
     per_job = []
     for job, kind, error, delay, duration, result in sorted(outcomes, key=_job_id):
-        row = numbers.setdefault(kind, len(numbers) + 1)
         waits = DECIDED[kind][5]
         when = None if not waits else delay if due is None else due(delay)
-        per_job.append((job.id, job.attempts, row, when, error, result, duration))
-    return per_job, [DECIDED[kind][:5] for kind in numbers]
+        per_job.append((job.id, job.attempts, when, error, result, duration))
+    return per_job
 
 
 def _job_id(outcome: Outcome) -> int:

@@ -313,8 +313,7 @@ class PostgresStore(PostgresHorizon, SqlStore):
         # subscript in finish (psycopg's list dumper costs ~0.5 µs an element); a column
         # with no value in it (no delay, error or result) as one NULL. The outcomes are of
         # one kind, whose row of the state machine is in the statement (by_kind).
-        per_job, _ = decisions(outcomes)
-        ids, attempts, _, delays, errors, results, seconds = zip(*per_job, strict=True)
+        ids, attempts, delays, errors, results, seconds = zip(*decisions(outcomes), strict=True)
         return {
             "ids": number_array(ids), "attempts": number_array(attempts),
             "delays": _or_null(number_array, delays), "errors": _or_null(text_array, errors),

@@ -393,10 +393,7 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         # [[id, attempt, due, error, result, seconds], ...]: finish reads it with json_each
         # (SQLite parses the JSON again for each field it reads: only what varies is in
         # it); a delay becomes the due time (SQLite's times are computed here).
-        per_job, _ = decisions(outcomes, self._in)
-        varies = [(i, attempt, due, error, result, seconds)
-                  for i, attempt, _, due, error, result, seconds in per_job]  # fmt: skip
-        return {"decisions": dumps(varies)}
+        return {"decisions": dumps(decisions(outcomes, self._in))}
 
     def _insert_chunk(self, jobs: Sequence[NewJob]) -> list[int]:
         if len(jobs) == 1:

@@ -36,10 +36,7 @@ SELECT id, unique_key FROM tickq_jobs WHERE id > :since ORDER BY id
 -- A keyed type's job without a key (enqueued before the type had one) is claimed as if
 -- the type were unlimited: never stranded.
 UPDATE tickq_jobs
-SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
-    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
-    lease_clock = :lease_clock, lease_mono = :lease_mono
+{@claimed_now}
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now
@@ -51,15 +48,21 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING {claimed_columns}
 
+-- name: claimed_now
+-- (A fragment.) The SET of claim, claim_limited and claim_keyed: running, the attempt
+-- counted, the lease taken, marked 1 (unconfirmed) until a round trip says it started; a
+-- job once refunded stays marked 2.
+SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
+    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
+    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
+    lease_clock = :lease_clock, lease_mono = :lease_mono
+
 -- name: claim_limited
 -- The due jobs of one limited type, as many as its limits allow now (BEGIN IMMEDIATE: no
 -- other claim runs meanwhile). Running jobs whose lease ran out don't count: their
 -- worker is gone. :epoch is :now in seconds (the starts' clock).
 UPDATE tickq_jobs
-SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
-    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
-    lease_clock = :lease_clock, lease_mono = :lease_mono
+{@claimed_now}
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now AND type = :type
@@ -81,10 +84,7 @@ RETURNING {claimed_columns}
 -- (as claim_limited, counting that key's running jobs and starts only). :ahead = 1: for
 -- a claim ahead (jobs once refunded are skipped; marked 1 either way).
 UPDATE tickq_jobs
-SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
-    ahead = CASE WHEN ahead = 2 THEN 2 ELSE 1 END,
-    lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,
-    lease_clock = :lease_clock, lease_mono = :lease_mono
+{@claimed_now}
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND type = :type AND concurrency_key = :key
