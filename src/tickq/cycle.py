@@ -1,11 +1,13 @@
 """Internal: ``run_cycle``: the one pass every driver shares (process_jobs, tick, worker).
 
-rescue expired leases -> claim a job -> execute -> record it and claim the next -> alert,
+rescue expired leases -> claim a job -> execute -> record it (and claim the next ones when
+none is left in line) -> alert,
 until the limit or the time budget is reached; returns a JSON-serialisable report.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from time import monotonic, sleep
 
 from .execute import execute
@@ -62,10 +64,11 @@ def run_cycle(
 ) -> dict[str, Any]:
     """Process up to ``limit`` due jobs, starting none once ``time_budget`` is spent.
 
-    Jobs are claimed one at a time, each just before it starts, and each outcome is
-    recorded in the round trip that claims the next job. So a process killed mid-cycle
-    holds at most the job it was running: jobs it never started are still pending with no
-    attempt spent, and none it finished runs again. An outcome the database can't take
+    Jobs run one after another, each outcome committed before the next job starts; short
+    jobs are claimed a few at a time (see ``Line``), in the round trip recording the last
+    outcome. So a process killed mid-cycle reruns at most the job it was running: none it
+    finished runs again, and jobs it never started spend no attempt (those it had claimed
+    come back, their attempt refunded, once their lease runs out). An outcome the database can't take
     (down, read-only) is sent again for ``patience`` leases; then the cycle returns and
     the process's outbox keeps it (the report's ``held``: outcomes waiting for the
     database), recording it as soon as the database answers. Outcomes held from an
@@ -86,25 +89,114 @@ def run_cycle(
         watch_queues(runtime.store)
     rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
-    jobs = _claim(runtime, 1, queues, report) if limit else []
+    line = Line(runtime, keeper, report, limit, deadline, queues)
+    line.claim()
     with noting_signals():  # once a call: a job's own SystemExit is not a signal's
-        while jobs:
-            held = jobs
-            keeper.hold(held, started=True)  # run at once, one after another
-            try:
-                outcomes = [
-                    execute(job, runtime.definition(job.type), runtime.job_names) for job in held
-                ]
-                want = 1 if report["claimed"] < limit and not _spent(runtime, deadline) else 0
+        try:
+            while (job := line.next()) is not None:
+                outcome = execute(job, runtime.definition(job.type), runtime.job_names)
+                line.ran(outcome)
+                want, ahead = line.wanted()
                 # Each job's outcome is committed before the next job starts; only the last
                 # commit needs to survive a power loss (it takes the earlier ones with it).
-                jobs = record_and_claim(runtime, keeper, outcomes, report, want, queues,
-                                        not want, patience=patience, outbox=outbox)[1]  # fmt: skip
-            finally:
-                keeper.drop([job for job in held if not outbox.holds(job)])  # outbox drops its own
+                try:
+                    jobs = record_and_claim(runtime, keeper, [outcome], report, want, queues,
+                                            line.last(want), ahead, patience=patience,
+                                            outbox=outbox)[1]  # fmt: skip
+                finally:
+                    if not outbox.holds(job):  # the outbox drops its own
+                        keeper.drop([job])
+                line.extend(jobs)
+        finally:
+            line.give_back()
     report["held"] = outbox.count()
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report
+
+
+AHEAD_WORK = 0.05
+"""Seconds of work, at the pace of the call's jobs so far, a tick or ``process_jobs``
+claims ahead in one round trip: short jobs then cost one small round trip each (their
+outcome), not a claim each, while a slow job keeps no others from other processes."""
+
+
+class Line:
+    """The jobs a cycle claimed and has yet to run, in claim order.
+
+    The first is claimed alone; then, whenever the line runs dry, the next with as many
+    more as ``AHEAD_WORK`` holds at the pace so far, in the round trip recording the last
+    outcome. A job claimed ahead is marked unconfirmed, as every claim is until its outcome
+    or a lease renewal says it started: a process killed before it starts it spends none of
+    its attempts (the rescue refunds it once its lease runs out). Those the limit or the
+    budget leave unstarted go back to pending, not counted."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        keeper: LeaseKeeper,
+        report: dict[str, Any],
+        limit: int,
+        deadline: float | None,
+        queues: Sequence[str] | None,
+    ) -> None:
+        self.runtime, self.keeper, self.report = runtime, keeper, report
+        self.limit, self.deadline, self.queues = limit, deadline, queues
+        self.jobs: deque[Job] = deque()
+        self.runs = 0
+        self.busy = 0.0  # seconds the runs took
+
+    def claim(self) -> None:
+        if self.limit:
+            self.extend(_claim(self.runtime, 1, self.queues, self.report))
+
+    def extend(self, jobs: list[Job]) -> None:
+        self.keeper.hold(jobs)
+        self.jobs.extend(jobs)
+
+    def next(self) -> Job | None:
+        """The next job to start, held as started; None when none is left to run."""
+        if not self.jobs:
+            return None
+        if self.runs and _spent(self.runtime, self.deadline):
+            return None  # the budget is spent: give_back() returns the rest
+        job = self.jobs.popleft()
+        self.keeper.started(job)
+        return job
+
+    def ran(self, outcome: Outcome) -> None:
+        self.runs += 1
+        self.busy += outcome.duration
+
+    def wanted(self) -> tuple[int, int]:
+        """How many jobs to claim now (1 when the line ran dry and the limit and budget
+        allow) and how many more ahead of them."""
+        room = self.limit - self.report["claimed"]
+        if self.jobs or room <= 0 or _spent(self.runtime, self.deadline):
+            return 0, 0
+        pace = max(self.busy / self.runs, 1e-6)
+        work = AHEAD_WORK
+        if self.deadline is not None:
+            work = min(work, self.deadline - self.runtime.monotonic())
+        return 1, max(0, min(room - 1, int(work / pace)))
+
+    def last(self, want: int) -> bool:
+        """True when no job will start after this round trip: its commit is the durable one."""
+        return not (want or (self.jobs and not _spent(self.runtime, self.deadline)))
+
+    def give_back(self) -> None:
+        """Put the jobs left unstarted back to pending (their attempt not counted)."""
+        left, self.jobs = list(self.jobs), deque()
+        if not left:
+            return
+        self.keeper.drop(left)
+        try:
+            back = self.runtime.store.release(self.runtime.owner, left)
+        except Exception as exc:  # their leases run out; the rescue refunds them
+            log.warning("tickq could not give back %d job(s) claimed and not started (%s); "
+                        "they are refunded once their lease runs out", len(left), exc,
+                        extra={"event": "give_back_failed"})  # fmt: skip
+            return
+        self.report["claimed"] -= len(back)
 
 
 def _claim(
