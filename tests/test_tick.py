@@ -310,12 +310,18 @@ def test_a_tick_starts_no_job_after_its_time_budget_and_leaves_the_rest(
     def slow_report(n: int) -> None:
         clock.advance(seconds=0.2)  # the budget reads the injected clock: no sleeping
 
-    q.enqueue_many([("slow_report", {"n": n}) for n in range(10)])
+    ids = q.enqueue_many([("slow_report", {"n": n}) for n in range(10)])
     summary = q.tick(limit=100, time_budget=0.3)
     done = summary["jobs"]["succeeded"]
     assert done == 2  # the second starts at 0.2 s, within the budget; the third would not
-    assert summary["jobs"]["released"] == summary["jobs"]["claimed"] - done  # put back
+    # Jobs claimed ahead and not started go back as if never claimed: uncounted, no history.
+    assert summary["jobs"]["claimed"] == done and summary["jobs"]["released"] == 0
     assert summary["remaining_due"] == 10 - done
+    left = [j for j in map(q.get_job, ids) if j is not None and j.status != "done"]
+    assert len(left) == 10 - done
+    assert all(j.status == "pending" and j.attempts == 0 and j.lease_owner is None
+               for j in left), left  # fmt: skip
+    assert all(q.attempts(j.id) == [] for j in left)
     assert q.tick(limit=100, time_budget=10)["jobs"]["succeeded"] == 10 - done
 
 
