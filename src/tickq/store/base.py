@@ -330,13 +330,35 @@ class SqlStore(
         those claimed ahead that never started are refunded (see ``Rescued``). On
         PostgreSQL none in the first ``grace`` seconds after the server started: their
         holders could not renew while it was down."""
+        return self.rescue_and_claim(grace, "", 0, 0.0)[0]
+
+    def rescue_and_claim(
+        self,
+        grace: float,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+    ) -> tuple[Rescued, list[Job]]:
+        """``rescue_expired``, then ``claim`` up to ``limit`` jobs, in one round trip (the
+        claim may take a job just rescued)."""
+        self._before_rescue()
         statements = [(n, {**p, "grace": grace}) for n, p in self._rescue_statements(self._now())]
-        if not statements:
-            return Rescued([], [])
-        results = self._query_many(statements)
+        rescues = len(statements)
+        if limit > 0:
+            statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
+            results = self._claim_many(statements)
+        else:
+            results = self._query_many(statements) if statements else []
+        jobs = self._claimed(results[rescues], owner) if limit > 0 else []
+        if not rescues:
+            return Rescued([], []), jobs
         refunded = results[[name for name, _ in statements].index("refund_expired")]
-        rescued = results[-1]
-        return Rescued([self._job(r) for r in rescued], [self._job(r) for r in refunded])
+        rescued = results[rescues - 1]
+        return Rescued([self._job(r) for r in rescued], [self._job(r) for r in refunded]), jobs
+
+    def _before_rescue(self) -> None:
+        """What a dialect does before each rescue (SQLite tends its log and its clock)."""
 
     def _rescue_statements(self, now: Any) -> list[Statement]:
         return [("refund_expired", {"now": now}), ("rescue_expired", {"now": now})]

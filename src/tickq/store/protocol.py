@@ -82,6 +82,16 @@ class Transitions(Protocol):
         ``refunded`` instead for jobs whose start was never confirmed (``started``). Where
         the database can tell, none within ``grace`` seconds of its own start."""
 
+    def rescue_and_claim(
+        self,
+        grace: float,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+    ) -> tuple[Rescued, list[Job]]:
+        """``rescue_expired``, then ``claim``, in one round trip and transaction."""
+
     def retry(self, job_id: int) -> Job:
         """``retry`` by hand: a failed or cancelled job to pending, due now."""
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..job import Job, NewJob
     from .plumbing import Later, Rows, Statement, Wake
-    from .records import Outcome, Recorded, Rescued, ScheduleMove
+    from .records import Outcome, Recorded, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 
@@ -440,10 +440,9 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
-    def rescue_expired(self, grace: float = 0.0) -> Rescued:
+    def _before_rescue(self) -> None:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
         self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
-        return super().rescue_expired(grace)
 
     def database_health(self) -> dict[str, Any]:
         return self.wal_state()
