@@ -82,3 +82,21 @@ def rated_per_account(ctx: JobContext, account: int) -> None:
     """At most three start within any second per account (the key computed by a function)."""
     note("start", ctx, str(account))
     note("end", ctx, str(account))
+
+
+@q.job(concurrency=5)
+def brisk(ctx: JobContext, seconds: float = 0.004) -> None:
+    """Short, at most five at once across every worker: more than one worker's slots, so
+    a worker claims them ahead of its free slots (within the room the limit leaves)."""
+    note("start", ctx)
+    time.sleep(seconds)
+    note("end", ctx)
+
+
+@q.job(rate_limit="100/s")
+def paced(ctx: JobContext, seconds: float = 0.004) -> None:
+    """Short, at most a hundred start within any second: the workers' slots fill up before
+    the window does, so they claim these ahead too."""
+    note("start", ctx)
+    time.sleep(seconds)
+    note("end", ctx)
