@@ -84,10 +84,11 @@ def rated_per_account(ctx: JobContext, account: int) -> None:
     note("end", ctx, str(account))
 
 
-@q.job(concurrency=5)
+@q.job(concurrency=8)
 def brisk(ctx: JobContext, seconds: float = 0.004) -> None:
-    """Short, at most five at once across every worker: more than one worker's slots, so
-    a worker claims them ahead of its free slots (within the room the limit leaves)."""
+    """Short, at most eight at once across every worker (started, or waiting in a worker's
+    line): more than the slots of the tests' workers, so they claim these ahead of their
+    free slots, within the room the limit leaves."""
     note("start", ctx)
     time.sleep(seconds)
     note("end", ctx)
