@@ -6,14 +6,20 @@ by then or gives it back), so no window holds more starts than the limit."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from test_controls_workers import _seconds, done, intervals, most_at_once, queue, stop, workers
-from tickq import Queue
+from tickq import FrozenClock, Queue
+from tickq.held import Holdings
+from tickq.job import Job, JobState
+from tickq.pool import JobPool
+from tickq.store import Outcome
 
 POLL = "0.2"
 SLOTS = "2"  # per worker: fewer than either limit allows, so the line fills up
@@ -74,3 +80,95 @@ def test_rate_limit_holds_across_workers_claiming_ahead(db_url: str, tmp_path: P
         assert min(spans) >= 1.0 - slack, min(spans)
     assert _seconds(claimed[-1], claimed[0]) < 6.0  # and the limit was used, not starved
     assert all(j.attempts == 1 for j in q.list_jobs("done", type="paced", limit=n))
+
+
+# The claim itself, one process, on an injected clock ----------------------------------
+
+
+def limited_queue(db_url: str, clock: FrozenClock) -> Queue:
+    q = Queue(db_url, clock=clock)
+
+    @q.job(concurrency=3)
+    def capped3() -> None: ...
+
+    @q.job(rate_limit="4/s")
+    def rated4() -> None: ...
+
+    q.migrate()
+    q._runtime.declare_limits()
+    return q
+
+
+def claim_ahead(
+    q: Queue, ahead: int, wait: float | None, limit: int = 0
+) -> tuple[list[str], set[int]]:
+    recorded, jobs = q._store.record_and_claim(
+        q._runtime.owner, [], limit, 30.0, None, True, ahead, (), wait
+    )
+    return [j.type for j in jobs], recorded.ahead
+
+
+def test_a_claim_ahead_takes_a_limited_type_only_within_its_room(db_url: str) -> None:
+    clock = FrozenClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    q = limited_queue(db_url, clock)
+    q.enqueue_many([("capped3", {})] * 6)
+    types, ahead = claim_ahead(q, 10, None, limit=1)  # one for a slot, the rest ahead
+    assert types == ["capped3"] * 3 and len(ahead) == 2  # the line counts as running
+    assert claim_ahead(q, 10, None) == ([], set())  # no room left: none
+    q.close()
+
+
+def test_a_rate_limited_type_is_claimed_ahead_only_given_a_start_deadline(db_url: str) -> None:
+    clock = FrozenClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    q = limited_queue(db_url, clock)
+    q.enqueue_many([("rated4", {})] * 8)
+    assert claim_ahead(q, 10, None) == ([], set())  # it can't promise when they start
+    types, ahead = claim_ahead(q, 10, 0.25)
+    assert types == ["rated4"] * 4 and len(ahead) == 4
+    # Their starts count as at the deadline: a second after the claim the window still
+    # holds them, a second after the deadline it no longer does.
+    clock.advance(timedelta(seconds=1.2))
+    assert claim_ahead(q, 10, 0.25) == ([], set())
+    clock.advance(timedelta(seconds=0.1))
+    assert claim_ahead(q, 10, 0.25)[0] == ["rated4"] * 4
+    q.close()
+
+
+def test_a_job_claimed_ahead_past_its_start_deadline_is_withdrawn_unstarted(
+    tmp_path: Path,
+) -> None:
+    q = Queue(f"sqlite:///{tmp_path / 'pool.db'}")
+    ran: list[int] = []
+    release = threading.Event()
+
+    @q.job()
+    def quick(n: int) -> None:
+        if n == 1:
+            release.wait(10)
+        ran.append(n)
+
+    now = datetime.now(UTC)
+    jobs = [Job(i, "quick", "default", {"n": i}, JobState.RUNNING, 0, 1, 4, now, None, None,
+                now, now) for i in (1, 2, 3)]  # fmt: skip
+    clock = [100.0]
+    holdings = Holdings(clock=lambda: clock[0])
+    holdings.add(jobs, 30)
+    holdings.must_start_by([jobs[1]], 100.1)  # job 2: a rate-limited job claimed ahead
+    outcomes: list[Outcome] = []
+    two_in = threading.Event()
+
+    def done(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if len(outcomes) == 2:
+            two_in.set()
+
+    pool = JobPool(1, q._runtime.registry, done, holdings=holdings)
+    pool.submit(jobs)
+    clock[0] = 100.2  # job 1 holds the one slot past job 2's deadline
+    release.set()
+    assert two_in.wait(10)
+    pool.close()
+    assert ran == [1, 3]  # job 2 never started...
+    assert holdings.withdrawn() == [jobs[1]]  # ...and is to be given back
+    assert [o.job.id for o in outcomes] == [1, 3]
+    q.close()
