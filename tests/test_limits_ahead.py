@@ -39,9 +39,7 @@ def sample_running(q: Queue, job_type: str, jobs: int, timeout: float) -> list[C
 
 
 @pytest.mark.timeout(120)
-def test_concurrency_holds_across_three_workers_claiming_ahead(
-    db_url: str, tmp_path: Path
-) -> None:
+def test_concurrency_holds_across_three_workers_claiming_ahead(db_url: str, tmp_path: Path) -> None:
     q = queue(db_url)
     procs = workers(3, db_url, tmp_path, "--concurrency", SLOTS, "--poll-interval", POLL)
     q.enqueue_many([("brisk", {})] * 400)
