@@ -260,6 +260,7 @@ def record_and_claim(
     patience: float = TICK_PATIENCE,
     held_for: float = 0.0,
     outbox: Outbox | None = None,
+    ahead_wait: float | None = None,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs (and ``ahead`` more, claimed ahead)
     in the same round trip, which first records that the ``started`` jobs started.
@@ -269,7 +270,7 @@ def record_and_claim(
     there, none is tallied, and no job is claimed). ``held_for``: seconds these outcomes
     already waited for the database (the worker keeps them across its own retries). An
     outcome that waited and comes back stale was taken over meanwhile: its run's history
-    row says so."""
+    row says so. ``ahead_wait``: see ``Store.record_and_claim`` (the worker's line)."""
     lost = keeper.finished(o.job for o in outcomes)
     applied, stale = outcomes, []
     if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
@@ -278,7 +279,7 @@ def record_and_claim(
     try:
         recorded, jobs = runtime.store.record_and_claim(
             runtime.owner, applied, limit, runtime.lease_seconds, queues, durable, ahead,
-            started,
+            started, ahead_wait,
         )  # fmt: skip
     except Exception as exc:
         if not (applied and patience) or not _worth_retrying(exc):

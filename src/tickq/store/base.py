@@ -161,6 +161,7 @@ class SqlStore(
         durable: bool = True,
         ahead: int = 0,
         started: Sequence[Job] = (),
+        ahead_wait: float | None = None,
     ) -> tuple[Recorded, list[Job]]:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
         next batch cost one round trip and one commit.
@@ -169,7 +170,10 @@ class SqlStore(
         machine losing power (a later durable commit makes it durable too); SQLite then
         skips its sync to disk. ``started``: jobs claimed ahead that have started (recorded
         first). ``ahead``: claim up to that many more jobs ahead, after the ``limit`` ones
-        (listed last; their ids in ``Recorded.ahead``)."""
+        (listed last; their ids in ``Recorded.ahead``); limited types within the room their
+        limits leave, rate-limited ones only given ``ahead_wait``: the caller starts each of
+        those within that many seconds of this call or gives it back unstarted (its start
+        is counted at that time)."""
         outcomes, later = _one_per_job(outcomes)
         statements: list[Statement] = [] if durable else self._undurable_statements()
         if started:
@@ -180,7 +184,7 @@ class SqlStore(
             statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
         if ahead > 0:
             params = self._claim_params(owner, ahead, lease_seconds, queues)
-            statements.append(("claim_ahead", params))
+            statements.append(("claim_ahead", {**params, "ahead_wait": ahead_wait}))
         if limit > 0 or ahead > 0:
             ran = self._claim_many(statements)
         else:

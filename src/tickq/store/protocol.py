@@ -49,9 +49,12 @@ class Transitions(Protocol):
         durable: bool = True,
         ahead: int = 0,
         started: Sequence[Job] = (),
+        ahead_wait: float | None = None,
     ) -> tuple[Recorded, list[Job]]:
         """``started`` (jobs claimed ahead that began), ``record``, then ``claim`` and
-        ``claimed_ahead`` (``ahead`` more, listed last), in one transaction."""
+        ``claimed_ahead`` (``ahead`` more, listed last), in one transaction; rate-limited
+        types are claimed ahead only given ``ahead_wait`` (seconds within which the caller
+        starts each or gives it back)."""
 
     def release(
         self,
