@@ -27,8 +27,10 @@ EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 POLL = 0.01
 """Without inotify: look at data_version this often (10 ms: ~0.5% of a core here)."""
-SAFETY = 0.5
-"""With inotify: look this often anyway, in case a write went unheard."""
+SAFETY = 300.0
+"""With inotify: look this often anyway, in case a write went unheard (inotify hears every
+local write; an idle worker also looks at the jobs every ``idle_check``). Rare, so that an
+idle worker sends no statement at all for minutes."""
 GAP, BUSY_GAP = 0.004, 0.01
 """Look at most every GAP, and every BUSY_GAP after a look that found a commit: this
 process's own commits are heard too, and a thread woken for each of them would fight a
