@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workerproc import WorkerProcess, eventually, runs
 
 from tickq import ConfigurationError, Queue
+from workerproc import WorkerProcess, eventually, runs
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -147,8 +147,9 @@ def test_an_idle_worker_rescues_a_killed_workers_job_within_the_lease(
     other = tmp_path / "other"
     other.mkdir()
     with pg_worker(url, other, TICKQ_TEST_STALL_AFTER="0", **env) as doomed:
-        eventually(lambda: any(n["event"] == "stall" for n in runs(other)), timeout=10,
-                   what="the stall")
+        eventually(
+            lambda: any(n["event"] == "stall" for n in runs(other)), timeout=10, what="the stall"
+        )
         with pg_worker(url, tmp_path, "--idle-check", "30", **env) as idle:
             idle.wait_for_line("worker listening")
             settled(url, name, quiet=0.3)
@@ -223,8 +224,11 @@ def test_idle_sqlite_worker_sends_no_statement_for_idle_check(tmp_path: Path) ->
     db, trace = tmp_path / "q.db", tmp_path / "trace.txt"
     q = Queue(f"sqlite:///{db}", strict=False)
     q.migrate()
-    env: dict[str, Any] = {"TICKQ_DATABASE_URL": f"sqlite:///{db}",
-                           "TICKQ_TEST_RUNS": str(tmp_path), "TICKQ_TEST_SQL_TRACE": str(trace)}
+    env: dict[str, Any] = {
+        "TICKQ_DATABASE_URL": f"sqlite:///{db}",
+        "TICKQ_TEST_RUNS": str(tmp_path),
+        "TICKQ_TEST_SQL_TRACE": str(trace),
+    }
     with WorkerProcess("--idle-check", "3", app="apps.sqlite_traced:q", **env) as worker:
         worker.wait_for_line("worker listening")
         eventually(lambda: sql_trace(trace) and time.time() - sql_trace(trace)[-1][0] > 0.7,
@@ -237,4 +241,3 @@ def test_idle_sqlite_worker_sends_no_statement_for_idle_check(tmp_path: Path) ->
         starts = eventually(lambda: started_at(tmp_path), timeout=5, what="the job's start")
         assert starts[0] - sent < 0.5, f"started {starts[0] - sent:.3f}s after the enqueue"
     q.close()
-
