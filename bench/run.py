@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))  # measure this checkout's tickq, not an i
 import bench_app  # noqa: E402
 import procs  # noqa: E402
 from alerting import alert_figures, idle_figures  # noqa: E402
+from quiet import quiet_figures  # noqa: E402
 from controls import LimitedDrainer, controls_figures  # noqa: E402
 from databases import DEFAULT_POSTGRES_URL, Database, PostgresDatabase, SQLiteDatabase  # noqa: E402
 from enqueue import enqueue_figures  # noqa: E402
@@ -184,6 +185,7 @@ def measure(
         if "idle" in sections and have["worker"]:
             progress(db, "idle")
             figures += idle_figures(db, args.runs)
+            figures += quiet_figures(db)
         if "alerts" in sections and have["worker"]:
             progress(db, "alerts")
             figures += alert_figures(db, args.runs)
