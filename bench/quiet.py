@@ -29,10 +29,11 @@ BASELINE = {"postgres": "5", "sqlite": "1"}
 """The baseline's ``--idle-check``: the default poll interval, how often workers looked."""
 
 
-def quiet_figures(db: Database) -> list[Figure]:
+def quiet_figures(db: Database, window: float = WINDOW) -> list[Figure]:
+    """``window``: seconds both workers idle (``--quick``: 10; 60 otherwise)."""
     measure = _postgres if db.dialect == "postgres" else _sqlite
     try:
-        ours, before = measure(db)
+        ours, before = measure(db, window)
         tickq, floor = Series([ours]), Series([before])
     except Exception as exc:
         tickq = floor = Series(error=f"{type(exc).__name__}: {exc}")
@@ -47,7 +48,7 @@ def quiet_figures(db: Database) -> list[Figure]:
             floor,
             note=f"`tickq worker` defaults (idle_check 300 s) beside the same worker with "
             f"--idle-check {BASELINE[db.dialect]} (a look every poll interval, as before), "
-            f"both idle over the same {WINDOW:g} s; target 0",
+            f"both idle over the same {window:g} s; target 0",
         )
     ]
 
@@ -60,7 +61,7 @@ def _spawn(url: str, folder: Path, idle_check: str | None, **env: str) -> object
                        TICKQ_BENCH_LOG_DIR=str(folder), **env)  # fmt: skip
 
 
-def _postgres(db: Database) -> tuple[float, float]:
+def _postgres(db: Database, window: float) -> tuple[float, float]:
     import bench_app
     import psycopg
 
@@ -80,7 +81,7 @@ def _postgres(db: Database) -> tuple[float, float]:
                 workers.append(_spawn(url, procs.scratch("quiet-"), idle_check))
             time.sleep(SETTLE)
             first, started = _xacts(admin, names), time.monotonic()
-            time.sleep(WINDOW)
+            time.sleep(window)
             last, elapsed = _xacts(admin, names), time.monotonic() - started
         finally:
             for w in workers:
@@ -100,7 +101,7 @@ def _xacts(conn: object, names: list[str]) -> dict[str, int]:
     return {name: int(count) for name, count in rows}
 
 
-def _sqlite(db: Database) -> tuple[float, float]:
+def _sqlite(db: Database, window: float) -> tuple[float, float]:
     import bench_app
 
     folder = procs.scratch("quiet-")
@@ -119,7 +120,7 @@ def _sqlite(db: Database) -> tuple[float, float]:
                                   TICKQ_BENCH_SQL_TRACE=str(trace)))  # fmt: skip
         time.sleep(3.0)  # started and idle
         first, started = [_lines(t) for t in traces], time.monotonic()
-        time.sleep(WINDOW)
+        time.sleep(window)
         last, elapsed = [_lines(t) for t in traces], time.monotonic() - started
     finally:
         for w in workers:
