@@ -160,9 +160,9 @@ def test_cli_pause_resume_and_stats(db_url: str) -> None:
     run_tickq("tick", app, **env)  # a claim declares the app's limits
     stats = run_tickq("stats", app, **env)
     assert "paused queues: emails" in stats.stdout
-    assert "limited types: capped (concurrency 2), per_account (concurrency 1 per key), " \
-           "rated_per_account (rate 3/s per key), solo (concurrency 1), " \
-           "throttled (rate 5/s)" in stats.stdout  # fmt: skip
+    assert "limited types: brisk (concurrency 8), capped (concurrency 2), paced (rate 100/s), " \
+           "per_account (concurrency 1 per key), rated_per_account (rate 3/s per key), " \
+           "solo (concurrency 1), throttled (rate 5/s)" in stats.stdout  # fmt: skip
     resumed = run_tickq("resume", app, "emails", **env)
     assert "queue 'emails' resumed" in resumed.stdout and q.paused() == set()
     wrong = run_tickq("pause", app, "a", "b", **env)
