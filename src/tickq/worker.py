@@ -279,7 +279,11 @@ class Worker:
                 self._ask_expiry()
 
     def _idle(self) -> bool:
-        """Nothing held: no job running, waiting in line or waiting to be recorded."""
+        """Nothing held: no job running, waiting in line or waiting to be recorded. Never
+        while this process declares limits: a job held back by one becomes claimable when
+        another worker's job ends, which nothing announces, so such a worker keeps polling."""
+        if any(limit is not None for limit in self.runtime.registry.limits().values()):
+            return False
         return not (self._in_hand() or self.holdings.unrecorded() or self.keeper.holding())
 
     def _ask_expiry(self) -> None:
@@ -364,14 +368,14 @@ class Worker:
         self.pacing.slots_enqueued((upcoming - state.now).total_seconds())
 
     def _rescue(self) -> None:
-        before = self.report["rescued"]
+        before = self.report["rescued"] + self.report["refunded"]
         rescue(self.runtime, self.report)
         idle = self._idle()
         self.pacing.rescued(idle)
         if idle:
             self._ask_expiry()
-        if self.report["rescued"] > before:
-            self._due.set()
+        if self.report["rescued"] + self.report["refunded"] > before:
+            self._due.set()  # back in line (refunded ones too): claim them now
 
     def _idle_for(self) -> float:
         if self._stop.is_set():
