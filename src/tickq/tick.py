@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from time import monotonic
 
 from .cycle import TICK_PATIENCE, run_cycle
+from .retention import prune_due
 from .job_options import EnqueueOptions
 from .logger import log
 from .runtime import watching
@@ -75,7 +76,9 @@ def _tick(
     if alerts and jobs["failed"]:
         alerts.deliver(time_budget=5.0)  # its first alerts: nothing else runs until next call
     jobs.pop("duration_ms", None)
+    pruned = prune_due(runtime, tick=True)
     summary = summarise(runtime, state, enqueued, jobs)
+    summary["pruned"] = pruned
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)
     log.info(
         "tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cycle import new_report, record_and_claim, release, rescue
+from .retention import prune_due
 from .errors import SchemaMissing
 from .held import Holdings
 from .job import BACK_IN_LINE
@@ -157,6 +158,7 @@ class Worker:
         if self.pacing.rescue_due() and not self._holding_off():
             self._rescue()
         self._exchange()
+        self._prune()
         if not self._listening:
             # LISTEN once the schema is known to be there: on an unmigrated database the
             # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
@@ -322,6 +324,13 @@ class Worker:
         self.pacing.rescued()
         if self.report["rescued"] > before:
             self._due.set()
+
+    def _prune(self) -> None:
+        """The background duty: batches of finished jobs past their retention, a few ms
+        at a time; while behind, the next step comes at once."""
+        self.report["pruned"] = self.report.get("pruned", 0) + prune_due(self.runtime, False)
+        if self.runtime.prune_not_before == 0.0 and self.runtime.retention is not None:
+            self._wake.set()
 
     def _idle_for(self) -> float:
         if self._stop.is_set():
