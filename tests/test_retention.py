@@ -25,8 +25,11 @@ def make(db_url: str, clock: FrozenClock) -> Iterator[Any]:
     made: list[Queue] = []
 
     def make_queue(retention: Any = "default") -> Queue:
-        q = Queue(db_url, clock=clock) if retention == "default" else Queue(
-            db_url, clock=clock, retention=retention)
+        q = (
+            Queue(db_url, clock=clock)
+            if retention == "default"
+            else Queue(db_url, clock=clock, retention=retention)
+        )
         q.migrate()
 
         @q.job(max_attempts=1)

@@ -14,8 +14,8 @@ from .errors import ConfigurationError
 from .inspection import Inspection
 from .job_options import DEFAULT_MAX_SNOOZE, JobOptions
 from .redact import redact_url
-from .retention import DEFAULT_RETENTION, Retention, as_retention
 from .registry import JobDefinition, JobFunction, Registry, check_no_arguments_needed, define
+from .retention import DEFAULT_RETENTION, Retention, as_retention
 from .runtime import Runtime
 from .store import open_store
 from .web_apps import WebFactories

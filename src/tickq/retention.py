@@ -30,7 +30,7 @@ _UNSET: Any = object()
 DEFAULT_DONE = timedelta(days=7)
 DEFAULT_FAILED = timedelta(days=30)
 DEFAULT_INTERVAL = timedelta(minutes=10)
-DEFAULT_BATCH = 500
+DEFAULT_BATCH = 200
 HOLD = 60.0
 """Seconds a process holds the pass it claimed: if it dies mid-batch, another takes over."""
 TICK_BATCHES = 1
@@ -67,6 +67,13 @@ class Retention:
     """
 
     __slots__ = ("batch", "cancelled", "done", "failed", "interval", "queues")
+    if TYPE_CHECKING:
+        done: timedelta | None
+        failed: timedelta | None
+        cancelled: timedelta | None
+        interval: timedelta
+        batch: int
+        queues: dict[str, Retention]
 
     def __init__(
         self,
@@ -95,9 +102,7 @@ class Retention:
             if not isinstance(name, str) or not name:
                 raise ConfigurationError(f"retention queues must be named, got {name!r}")
             if not isinstance(rule, Retention):
-                raise TypeError(
-                    f"retention for queue {name!r} must be a Retention, got {rule!r}"
-                )
+                raise TypeError(f"retention for queue {name!r} must be a Retention, got {rule!r}")
             if rule.queues:
                 raise ConfigurationError(f"retention for queue {name!r} cannot name queues")
             own[name] = rule
@@ -151,7 +156,8 @@ def prune_due(runtime: Runtime, tick: bool) -> int:
         claimed = store.claim_retention(runtime.owner, HOLD)
         if claimed is None:  # another process has it, or it is not due
             runtime.prune_not_before = runtime.monotonic() + min(
-                HOLD, retention.interval.total_seconds())
+                HOLD, retention.interval.total_seconds()
+            )
             return 0
         return _pass(runtime, retention, claimed, tick)
     except Exception as exc:
@@ -167,7 +173,7 @@ def _pass(runtime: Runtime, retention: Retention, now: Any, tick: bool) -> int:
     while behind:
         deleted, behind = store.prune_retained(retention, now, retention.batch)
         pruned, batches = pruned + deleted, batches + 1
-        if tick and batches >= TICK_BATCHES or monotonic() - began >= WORKER_BUDGET:
+        if (tick and batches >= TICK_BATCHES) or monotonic() - began >= WORKER_BUDGET:
             break
     store.end_retention_pass(pruned, behind, retention.interval.total_seconds())
     if behind:

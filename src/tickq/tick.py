@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from time import monotonic
 
 from .cycle import TICK_PATIENCE, run_cycle
-from .retention import prune_due
 from .job_options import EnqueueOptions
 from .logger import log
+from .retention import prune_due
 from .runtime import watching
 from .store import ScheduleMove
 

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cycle import new_report, record_and_claim, release, rescue
-from .retention import prune_due
 from .errors import SchemaMissing
 from .held import Holdings
 from .job import BACK_IN_LINE
@@ -32,6 +31,7 @@ from .listener import Listener
 from .logger import log
 from .pacing import Pacing
 from .pool import JobPool
+from .retention import prune_due
 from .runtime import watching
 from .signals import Flag, handling_signals
 from .store import CANCEL_NOTE

@@ -39,7 +39,12 @@ was asked to stop: where the store can tell (Postgres NOTIFY), workers look at o
 
 
 class SqlStore(
-    TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries, WorkflowQueries,
+    TickQueries,
+    StatsQueries,
+    ControlQueries,
+    SessionQueries,
+    TokenQueries,
+    WorkflowQueries,
     RetentionQueries,
 ):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""

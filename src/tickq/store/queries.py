@@ -89,7 +89,11 @@ def load_queries(
     is "named" (:x) or "pyformat" (%(x)s). ``{@name}`` includes the section ``name`` of
     these queries, or of ``library`` when given (a store's own, for its browse queries)."""
     queries = _sections("common", paramstyle)
-    own = (f"workflows_{dialect}", f"retention_{dialect}") if dialect in ("sqlite", "postgres") else ()
+    own = (
+        (f"workflows_{dialect}", f"retention_{dialect}")
+        if dialect in ("sqlite", "postgres")
+        else ()
+    )
     for file in (dialect, *own):
         for name, sql in _sections(file, paramstyle).items():
             if name in queries:
