@@ -14,7 +14,7 @@ from time import monotonic
 from .cycle import TICK_PATIENCE, run_cycle
 from .job_options import EnqueueOptions
 from .logger import log
-from .retention import prune_due
+from .pruning import prune_due
 from .runtime import watching
 from .store import ScheduleMove
 

@@ -31,7 +31,7 @@ from .listener import Listener
 from .logger import log
 from .pacing import Pacing
 from .pool import JobPool
-from .retention import prune_due
+from .pruning import prune_due
 from .runtime import watching
 from .signals import Flag, handling_signals
 from .store import CANCEL_NOTE
