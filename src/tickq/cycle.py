@@ -68,11 +68,12 @@ def run_cycle(
     jobs are claimed a few at a time (see ``Line``), in the round trip recording the last
     outcome. So a process killed mid-cycle reruns at most the job it was running: none it
     finished runs again, and jobs it never started spend no attempt (those it had claimed
-    come back, their attempt refunded, once their lease runs out). An outcome the database can't take
-    (down, read-only) is sent again for ``patience`` leases; then the cycle returns and
-    the process's outbox keeps it (the report's ``held``: outcomes waiting for the
-    database), recording it as soon as the database answers. Outcomes held from an
-    earlier call are recorded first of all, before any rescue.
+    come back, their attempt refunded, once their lease runs out). An outcome the
+    database can't take (down, read-only) is sent again for ``patience`` leases; then the
+    cycle returns and the process's outbox keeps it (the report's ``held``: outcomes
+    waiting for the database), recording it as soon as the database answers. Outcomes
+    held from an earlier call are recorded first of all, before any rescue; the rescue
+    and the first claim share a round trip.
     """
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
@@ -87,10 +88,9 @@ def run_cycle(
         from .observe import queues as watch_queues
 
         watch_queues(runtime.store)
-    rescue(runtime, report)
     keeper, outbox = runtime.lease_keeper, outbox_of(runtime)
     line = Line(runtime, keeper, report, limit, deadline, queues)
-    line.claim()
+    line.extend(rescue(runtime, report, 1 if limit else 0, queues))  # one round trip
     with noting_signals():  # once a call: a job's own SystemExit is not a signal's
         try:
             while (job := line.next()) is not None:
@@ -145,10 +145,6 @@ class Line:
         self.runs = 0
         self.busy = 0.0  # seconds the runs took
 
-    def claim(self) -> None:
-        if self.limit:
-            self.extend(_claim(self.runtime, 1, self.queues, self.report))
-
     def extend(self, jobs: list[Job]) -> None:
         self.keeper.hold(jobs)
         self.jobs.extend(jobs)
@@ -199,20 +195,20 @@ class Line:
         self.report["claimed"] -= len(back)
 
 
-def _claim(
-    runtime: Runtime, limit: int, queues: Sequence[str] | None, report: dict[str, Any]
+def rescue(
+    runtime: Runtime,
+    report: dict[str, Any],
+    claim: int = 0,
+    queues: Sequence[str] | None = None,
 ) -> list[Job]:
-    jobs = runtime.store.claim(runtime.owner, limit, runtime.lease_seconds, queues)
-    report["claimed"] += len(jobs)
-    return jobs
-
-
-def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
     """Return jobs whose worker vanished to pending (or failed when out of attempts); jobs
     it held whose start it never confirmed come back with their attempt refunded. Right
     after the database (re)started, no lease counts as run out for one lease: the holders
-    get that long to reconnect and renew (they were alive, the database was not)."""
-    rescued = runtime.store.rescue_expired(grace=runtime.lease_seconds)
+    get that long to reconnect and renew (they were alive, the database was not). Then,
+    in the same round trip, claim up to ``claim`` jobs (returned)."""
+    lease = runtime.lease_seconds
+    rescued, jobs = runtime.store.rescue_and_claim(lease, runtime.owner, claim, lease, queues)
+    report["claimed"] += len(jobs)
     runtime.notify_finished(j for j in rescued if j.status in ("failed", "cancelled"))
     for job in rescued:
         if job.id in rescued.refunded:
@@ -239,6 +235,7 @@ def rescue(runtime: Runtime, report: dict[str, Any]) -> None:
             runtime.notify_failed(job)
         else:
             runtime.notify_retried(job)
+    return jobs
 
 
 def record(
@@ -263,6 +260,7 @@ def record_and_claim(
     patience: float = TICK_PATIENCE,
     held_for: float = 0.0,
     outbox: Outbox | None = None,
+    ahead_wait: float | None = None,
 ) -> tuple[Recorded, list[Job]]:
     """``record``, and claim up to ``limit`` more jobs (and ``ahead`` more, claimed ahead)
     in the same round trip, which first records that the ``started`` jobs started.
@@ -272,7 +270,7 @@ def record_and_claim(
     there, none is tallied, and no job is claimed). ``held_for``: seconds these outcomes
     already waited for the database (the worker keeps them across its own retries). An
     outcome that waited and comes back stale was taken over meanwhile: its run's history
-    row says so."""
+    row says so. ``ahead_wait``: see ``Store.record_and_claim`` (the worker's line)."""
     lost = keeper.finished(o.job for o in outcomes)
     applied, stale = outcomes, []
     if lost or any(o.kind == "stale" for o in outcomes):  # "stale": never started (pool)
@@ -281,7 +279,7 @@ def record_and_claim(
     try:
         recorded, jobs = runtime.store.record_and_claim(
             runtime.owner, applied, limit, runtime.lease_seconds, queues, durable, ahead,
-            started,
+            started, ahead_wait,
         )  # fmt: skip
     except Exception as exc:
         if not (applied and patience) or not _worth_retrying(exc):

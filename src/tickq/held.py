@@ -33,8 +33,8 @@ class Held:
     """One claimed attempt of a job, from its claim until it is dropped."""
 
     __slots__ = ("asked", "collected", "confirmed", "job", "key", "lease_until", "lost",
-                 "order", "outcome", "recording", "replaced", "since", "started", "task",
-                 "withdrawn")  # fmt: skip
+                 "order", "outcome", "recording", "replaced", "since", "start_by", "started",
+                 "task", "withdrawn")  # fmt: skip
 
     def __init__(self, job: Job, now: float, lease_until: float, started: bool) -> None:
         self.job = job
@@ -52,6 +52,9 @@ class Held:
         self.withdrawn = False  # taken out of the line, never started: to give back
         self.task: Future[None] | None = None  # an async run, to cancel
         self.replaced: Held | None = None  # the run of this attempt this claim replaced
+        # monotonic: not started after this (a rate-limited job claimed ahead, its start
+        # counted then): given back instead; None: no such deadline.
+        self.start_by: float | None = None
 
     @property
     def in_hand(self) -> bool:
@@ -244,6 +247,27 @@ class Holdings:
                     self._count(held, -1)
                     held.withdrawn = True
                     self._count(held, +1)
+
+    def must_start_by(self, jobs: Iterable[Job], deadline: float) -> None:
+        """``jobs`` (claimed ahead) start by ``deadline`` (this clock), or not at all."""
+        with self._lock:
+            for job in jobs:
+                held = self.get(job)
+                if held is not None:
+                    held.start_by = deadline
+
+    def withdraw_if_late(self, job: Job) -> bool:
+        """True, and ``job`` withdrawn (to give back), when its start deadline has passed
+        (see ``must_start_by``): the pool asks just before it starts a job that waited."""
+        with self._lock:
+            held = self.get(job)
+            if held is None or held.start_by is None or self.clock() <= held.start_by:
+                return False
+            if held is self._held.get(held.key) and held.in_hand:
+                self._count(held, -1)
+                held.withdrawn = True
+                self._count(held, +1)
+            return True
 
     def withdrawn(self) -> list[Job]:
         with self._lock:

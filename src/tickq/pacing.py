@@ -22,6 +22,10 @@ PREFETCH_WINDOW = 0.02
 pace, so short jobs don't each wait for a round trip; jobs slower than this get none (they
 would only wait in line while another worker sits idle)."""
 MAX_PREFETCH = 100
+AHEAD_START_WITHIN = 0.1
+"""A job of a rate-limited type claimed ahead starts within this many seconds of its
+claim, or is given back unstarted: its start is counted as at that time (a few times the
+line's ``PREFETCH_WINDOW``, so it is rarely late)."""
 
 
 class Pacing:

@@ -122,11 +122,21 @@ class JobPool:
         """Start waiting jobs while slots are free."""
         while True:
             with self._lock:
-                if not (self._free and self._line):
+                job = self._next_in_line() if self._free else None
+                if job is None:
                     return
                 self._free -= 1
-                job = self._line.popleft()
             self._start(job)
+
+    def _next_in_line(self) -> Job | None:
+        """The next job in line that may still start (under the lock); those past their
+        start deadline are withdrawn instead (``Holdings.withdraw_if_late``), unstarted."""
+        line, late = self._line, self.holdings.withdraw_if_late
+        while line:
+            job = line.popleft()
+            if not late(job):
+                return job
+        return None
 
     def _start(self, job: Job) -> None:
         """Start ``job`` in a slot already taken for it."""
@@ -152,10 +162,10 @@ class JobPool:
             self.last_progress = self.clock()
             if sync:
                 self._sync -= 1
-            if not self._line:
+            job = self._next_in_line()
+            if job is None:
                 self._free += 1
                 return None
-            job = self._line.popleft()
             if sync and not self.skip(job) and not self._is_async(job):
                 self._sync += 1
                 return job

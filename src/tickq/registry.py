@@ -190,6 +190,12 @@ class Registry:
         definition = self._definitions.get(job_type)
         return definition is not None and definition.limit is not None
 
+    def rate_limited(self, job_type: str) -> bool:
+        """True when ``job_type`` declares a rate limit (for the whole type or per key)."""
+        definition = self._definitions.get(job_type)
+        limit = definition.limit if definition is not None else None
+        return limit is not None and limit.rate is not None
+
     def __contains__(self, job_type: object) -> bool:
         return job_type in self._definitions
 

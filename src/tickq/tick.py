@@ -1,8 +1,8 @@
 """Internal: ``q.tick()``: what one scheduler call does on a host that sleeps.
 
 record the tick -> enqueue the schedule slots that came due -> ``run_cycle`` (the pass every
-driver shares) -> report what is left. An empty tick costs three round trips on Postgres:
-the tick state, the lease rescue and an empty claim.
+driver shares) -> report what is left. An empty tick costs two round trips on Postgres:
+the tick state, then the lease rescue with an empty claim.
 """
 
 from __future__ import annotations

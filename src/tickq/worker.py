@@ -29,7 +29,7 @@ from .job import BACK_IN_LINE
 from .lease import LeaseKeeper
 from .listener import Listener
 from .logger import log
-from .pacing import Pacing
+from .pacing import AHEAD_START_WITHIN, Pacing
 from .pool import JobPool
 from .pruning import prune_due
 from .runtime import watching
@@ -48,6 +48,7 @@ from .worker_options import (
 __all__ = ["Flag", "Trouble", "Worker", "parse_queues", "where"]
 
 if TYPE_CHECKING:
+    from .job import Job
     from .runtime import Runtime
     from .store import Outcome
 
@@ -230,12 +231,14 @@ class Worker:
         began = self.holdings.take_started()  # those finished meanwhile: their outcome says
         self.runtime.declare_limits()
         looked = self.pacing.clock()
+        asked = self.holdings.clock()  # real time, as the database counts a rate window
         try:
             held = self._held_for()
-            jobs = record_and_claim(
+            recorded, jobs = record_and_claim(
                 self.runtime, self.keeper, outcomes, self.report, for_slots, self.queues,
                 ahead=limit - for_slots, started=began, patience=0, held_for=held,
-            )[1]  # fmt: skip
+                ahead_wait=AHEAD_START_WITHIN,
+            )  # fmt: skip
         except BaseException:
             if outcomes and self._held_since is None:
                 self._held_since = time.monotonic()
@@ -252,12 +255,24 @@ class Worker:
             # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
             self.pacing.due_soon(self.store.due_in(self.queues))
         self.keeper.hold(jobs)  # before the pool can start them
+        if recorded.ahead:
+            self._start_in_time(jobs, recorded.ahead, asked + AHEAD_START_WITHIN)
         self.pool.submit(jobs)
         self._wake_after = max(1, self._in_hand() - target // 2)
         if len(jobs) == limit and limit:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
             self.pacing.looked(looked, self.store.due_in(self.queues))
+
+    def _start_in_time(self, jobs: list[Job], ahead: set[int], deadline: float) -> None:
+        """Jobs of rate-limited types claimed ahead had their start counted as at
+        ``deadline`` (``AHEAD_START_WITHIN`` after the claim was sent): the pool starts
+        them by then or hands them back unstarted, so no window holds more starts than the
+        limit, however long they wait in line."""
+        rated = self.runtime.registry.rate_limited
+        late = [j for j in jobs if j.id in ahead and rated(j.type)]
+        if late:
+            self.holdings.must_start_by(late, deadline)
 
     def _held_for(self) -> float:
         """Seconds the outcomes in hand have waited for the database (0: none waited)."""
@@ -294,13 +309,17 @@ class Worker:
         stalled = self.pacing.stalled(self.pool.waiting(), self.pool.last_progress)
         if stalled:
             self.pacing.forget_pace()
-        if stalled or self.holdings.withdrawn():
             self._release_waiting()
+        elif self.holdings.withdrawn():  # a release that failed, or jobs too late to start
+            self._give_back_withdrawn()
 
     def _release_waiting(self) -> None:
         """Put the jobs waiting in line back to pending (they never started); those whose
         release fails stay withdrawn and are released by a later step."""
         self.holdings.withdraw(self.pool.withdraw())
+        self._give_back_withdrawn()
+
+    def _give_back_withdrawn(self) -> None:
         unreleased = self.holdings.withdrawn()
         if unreleased:
             release(self.runtime, unreleased, self.report)

@@ -82,3 +82,22 @@ def rated_per_account(ctx: JobContext, account: int) -> None:
     """At most three start within any second per account (the key computed by a function)."""
     note("start", ctx, str(account))
     note("end", ctx, str(account))
+
+
+@q.job(concurrency=8)
+def brisk(ctx: JobContext, seconds: float = 0.004) -> None:
+    """Short, at most eight at once across every worker (started, or waiting in a worker's
+    line): more than the slots of the tests' workers, so they claim these ahead of their
+    free slots, within the room the limit leaves."""
+    note("start", ctx)
+    time.sleep(seconds)
+    note("end", ctx)
+
+
+@q.job(rate_limit="100/s")
+def paced(ctx: JobContext, seconds: float = 0.004) -> None:
+    """Short, at most a hundred start within any second: the workers' slots fill up before
+    the window does, so they claim these ahead too."""
+    note("start", ctx)
+    time.sleep(seconds)
+    note("end", ctx)

@@ -168,6 +168,7 @@ class SqlStore(
         durable: bool = True,
         ahead: int = 0,
         started: Sequence[Job] = (),
+        ahead_wait: float | None = None,
     ) -> tuple[Recorded, list[Job]]:
         """``record`` then ``claim`` in one transaction: a worker's finished jobs and its
         next batch cost one round trip and one commit.
@@ -176,7 +177,10 @@ class SqlStore(
         machine losing power (a later durable commit makes it durable too); SQLite then
         skips its sync to disk. ``started``: jobs claimed ahead that have started (recorded
         first). ``ahead``: claim up to that many more jobs ahead, after the ``limit`` ones
-        (listed last; their ids in ``Recorded.ahead``)."""
+        (listed last; their ids in ``Recorded.ahead``); limited types within the room their
+        limits leave, rate-limited ones only given ``ahead_wait``: the caller starts each of
+        those within that many seconds of this call or gives it back unstarted (its start
+        is counted at that time)."""
         outcomes, later = _one_per_job(outcomes)
         statements: list[Statement] = [] if durable else self._undurable_statements()
         if started:
@@ -187,7 +191,7 @@ class SqlStore(
             statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
         if ahead > 0:
             params = self._claim_params(owner, ahead, lease_seconds, queues)
-            statements.append(("claim_ahead", params))
+            statements.append(("claim_ahead", {**params, "ahead_wait": ahead_wait}))
         if limit > 0 or ahead > 0:
             ran = self._claim_many(statements)
         else:
@@ -337,13 +341,35 @@ class SqlStore(
         those claimed ahead that never started are refunded (see ``Rescued``). On
         PostgreSQL none in the first ``grace`` seconds after the server started: their
         holders could not renew while it was down."""
+        return self.rescue_and_claim(grace, "", 0, 0.0)[0]
+
+    def rescue_and_claim(
+        self,
+        grace: float,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+    ) -> tuple[Rescued, list[Job]]:
+        """``rescue_expired``, then ``claim`` up to ``limit`` jobs, in one round trip (the
+        claim may take a job just rescued)."""
+        self._before_rescue()
         statements = [(n, {**p, "grace": grace}) for n, p in self._rescue_statements(self._now())]
-        if not statements:
-            return Rescued([], [])
-        results = self._query_many(statements)
+        rescues = len(statements)
+        if limit > 0:
+            statements.append(("claim", self._claim_params(owner, limit, lease_seconds, queues)))
+            results = self._claim_many(statements)
+        else:
+            results = self._query_many(statements) if statements else []
+        jobs = self._claimed(results[rescues], owner) if limit > 0 else []
+        if not rescues:
+            return Rescued([], []), jobs
         refunded = results[[name for name, _ in statements].index("refund_expired")]
-        rescued = results[-1]
-        return Rescued([self._job(r) for r in rescued], [self._job(r) for r in refunded])
+        rescued = results[rescues - 1]
+        return Rescued([self._job(r) for r in rescued], [self._job(r) for r in refunded]), jobs
+
+    def _before_rescue(self) -> None:
+        """What a dialect does before each rescue (SQLite tends its log and its clock)."""
 
     def _rescue_statements(self, now: Any) -> list[Statement]:
         return [("refund_expired", {"now": now}), ("rescue_expired", {"now": now})]

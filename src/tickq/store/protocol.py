@@ -49,9 +49,12 @@ class Transitions(Protocol):
         durable: bool = True,
         ahead: int = 0,
         started: Sequence[Job] = (),
+        ahead_wait: float | None = None,
     ) -> tuple[Recorded, list[Job]]:
         """``started`` (jobs claimed ahead that began), ``record``, then ``claim`` and
-        ``claimed_ahead`` (``ahead`` more, listed last), in one transaction."""
+        ``claimed_ahead`` (``ahead`` more, listed last), in one transaction; rate-limited
+        types are claimed ahead only given ``ahead_wait`` (seconds within which the caller
+        starts each or gives it back)."""
 
     def release(
         self,
@@ -81,6 +84,16 @@ class Transitions(Protocol):
         """``rescued``: jobs whose lease ran out, to pending (failed when out of attempts);
         ``refunded`` instead for jobs whose start was never confirmed (``started``). Where
         the database can tell, none within ``grace`` seconds of its own start."""
+
+    def rescue_and_claim(
+        self,
+        grace: float,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        queues: Sequence[str] | None = None,
+    ) -> tuple[Rescued, list[Job]]:
+        """``rescue_expired``, then ``claim``, in one round trip and transaction."""
 
     def retry(self, job_id: int) -> Job:
         """``retry`` by hand: a failed or cancelled job to pending, due now."""

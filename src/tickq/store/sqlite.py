@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..clock import Clock
     from ..job import Job, NewJob
     from .plumbing import Later, Rows, Statement, Wake
-    from .records import Outcome, Recorded, Rescued, ScheduleMove
+    from .records import Outcome, Recorded, ScheduleMove
 
 SYNCHRONOUS = ("off", "normal", "full", "extra")
 
@@ -280,17 +280,20 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
     ) -> Rows:
         """The claim, in a transaction: jobs of each limited type first, as many as its
         limits allow now (their starts recorded for rate limits), then the others. A claim
-        ``ahead`` takes only keyed types with no rate limit among the limited ones (a job
-        waiting in line counts as running for its key; a start would count too early)."""
+        ``ahead`` takes limited types within their room too (a job waiting in line counts
+        as running), rate-limited ones only given ``ahead_wait``: the seconds within which
+        the claimer starts each job or gives it back, its start recorded at that time."""
         epoch = datetime.fromisoformat(params["now"]).timestamp()
+        wait = params.get("ahead_wait") if ahead else 0.0
         rows: Rows = []
         left = params["limit"]
         for job_type, keyed, rate in conn.execute(self._sql["limited_types"]).fetchall():
             if left <= 0:
                 break
-            if ahead and not (keyed and rate is None):
+            if rate is not None and wait is None:
                 continue
-            typed = {**params, "type": job_type, "limit": left, "epoch": epoch, "ahead": ahead}
+            typed = {**params, "type": job_type, "limit": left, "epoch": epoch, "ahead": ahead,
+                     "at": epoch + (wait or 0.0)}  # fmt: skip
             got = (
                 self._claim_keyed(conn, typed) if keyed
                 else self._claim_some(conn, "claim_limited", typed, None)
@@ -309,7 +312,7 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         got = conn.execute(self._sql[name], {**params, "key": key}).fetchall()
         if got:
             starts = {"type": params["type"], "epoch": params["epoch"], "key": key,
-                      "ids": dumps([r[0] for r in got])}  # fmt: skip
+                      "at": params["at"], "ids": dumps([r[0] for r in got])}  # fmt: skip
             conn.execute(self._sql["forget_starts"], starts)
             conn.execute(self._sql["record_starts"], starts)
         return got
@@ -428,26 +431,26 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         durable: bool = True,
         ahead: int = 0,
         started: Sequence[Job] = (),
+        ahead_wait: float | None = None,
     ) -> tuple[Recorded, list[Job]]:
         # A process killed after a WAL commit loses nothing, synced or not; and the next
         # synced commit syncs every earlier one (the WAL is appended in order).
         if durable or self.synchronous not in ("full", "extra"):
             return super().record_and_claim(
-                owner, outcomes, limit, lease_seconds, queues, True, ahead, started
+                owner, outcomes, limit, lease_seconds, queues, True, ahead, started, ahead_wait
             )
         conn = self._connection()
         conn.execute("PRAGMA synchronous=normal")
         try:
             return super().record_and_claim(
-                owner, outcomes, limit, lease_seconds, queues, True, ahead, started
+                owner, outcomes, limit, lease_seconds, queues, True, ahead, started, ahead_wait
             )
         finally:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
 
-    def rescue_expired(self, grace: float = 0.0) -> Rescued:
+    def _before_rescue(self) -> None:
         self.tend_wal()  # a big log, or a tight disk: give the log's space back first
         self.note_clock()  # every CLOCK_EVERY s: schedules wait for clocks running behind
-        return super().rescue_expired(grace)
 
     def database_health(self) -> dict[str, Any]:
         return self.wal_state()

@@ -89,7 +89,9 @@ RETURNING {claimed_columns}
 
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
--- says it started. Jobs once refunded are never claimed ahead again.
+-- says it started. Jobs once refunded are never claimed ahead again. Limited types within
+-- their room; rate-limited ones only given ahead_wait, the seconds within which the
+-- claimer starts each job or gives it back (see tickq_due_ahead).
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
     lease_expires_at = COALESCE(CAST(:now AS timestamptz), now())
@@ -97,7 +99,8 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1
     attempted_at = COALESCE(CAST(:now AS timestamptz), now()),
     updated_at = COALESCE(CAST(:now AS timestamptz), now())
 WHERE id = ANY(ARRAY(
-    SELECT tickq_due_ahead(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz))))
+    SELECT tickq_due_ahead(:limit, CAST(:queues AS text[]), CAST(:now AS timestamptz),
+                    CAST(:ahead_wait AS float8))))
 RETURNING {claimed_columns}
 
 -- name: commit_unflushed

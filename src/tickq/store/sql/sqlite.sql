@@ -60,12 +60,15 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
 -- name: claim_limited
 -- The due jobs of one limited type, as many as its limits allow now (BEGIN IMMEDIATE: no
 -- other claim runs meanwhile). Running jobs whose lease ran out don't count: their
--- worker is gone. :epoch is :now in seconds (the starts' clock).
+-- worker is gone; jobs claimed ahead, waiting in a worker's line, count as running.
+-- :epoch is :now in seconds (the starts' clock). :ahead = 1: for a claim ahead (jobs once
+-- refunded are skipped; marked 1 either way).
 UPDATE tickq_jobs
 {@claimed_now}
 WHERE id IN (
     SELECT id FROM tickq_jobs
     WHERE status = 'pending' AND run_after <= :now AND type = :type
+      AND (:ahead = 0 OR ahead < 2)
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
       AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
     ORDER BY priority DESC, run_after, id
@@ -121,10 +124,11 @@ INSERT INTO tickq_key_cursors (type, key) VALUES (:type, :key)
 ON CONFLICT (type) DO UPDATE SET key = excluded.key
 
 -- name: record_starts
--- The starts of a rate-limited type just claimed (:ids), for its rate check; :key is the
--- key of a keyed type's (else NULL).
+-- The starts of a rate-limited type just claimed (:ids), for its rate check, at :at (the
+-- claim's time, or for a claim ahead the latest time its jobs may start); :key is the key
+-- of a keyed type's (else NULL).
 INSERT INTO tickq_starts (type, at, key)
-SELECT :type, :epoch, :key FROM json_each(:ids)
+SELECT :type, :at, :key FROM json_each(:ids)
 WHERE EXISTS (SELECT 1 FROM tickq_limits WHERE type = :type AND rate IS NOT NULL)
 
 -- name: forget_starts
@@ -142,7 +146,8 @@ SELECT EXISTS (SELECT 1 FROM tickq_limits)
 -- name: claim_ahead
 -- Claimed ahead of the worker's free slots, to wait in its line: marked 1 until "started"
 -- says it started. Jobs once refunded are never claimed ahead again.
--- Keyed types with only a concurrency limit are claimed ahead too, by claim_keyed first.
+-- Limited types are claimed ahead too, within their room, by claim_limited and
+-- claim_keyed first (rate-limited ones only when the claimer gives ahead_wait).
 UPDATE tickq_jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner, ahead = 1,
     lease_expires_at = :lease_until, attempted_at = :now, updated_at = :now,

@@ -136,8 +136,8 @@ CREATE TABLE tickq_paused (
 -- Limits of job types, written by the first claim of a process that registers the type:
 -- at most `concurrency` running at once, at most `rate` starts within any `per` seconds
 -- (NULL: no such limit); keyed: both hold per concurrency key, not for the whole type.
--- A type listed here is claimed only through its limits, and never ahead unless keyed
--- with no rate limit (then within each key's room).
+-- A type listed here is claimed only through its limits (ahead of a worker's free slots
+-- too, within the room they leave: see tickq_due_ahead).
 CREATE TABLE tickq_limits (
     type        TEXT PRIMARY KEY,
     concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
@@ -344,10 +344,11 @@ CREATE TABLE IF NOT EXISTS tickq_migrations (
 -- looked at 64 keys more than `lim` (the next claim goes on from there): a key at its
 -- limit, however long its backlog, costs one probe. The caller holds the type's
 -- advisory lock, so the counts hold until it commits. for_ahead: for a claim ahead (jobs
--- once refunded are skipped).
+-- once refunded are skipped); wait: each start is written that many seconds after `ts`
+-- (a claim ahead's: the latest its job may start, see tickq_due_ahead).
 CREATE FUNCTION tickq_due_keyed(typ text, most integer, rate integer, per double precision,
                                 lim integer, queues text[], ts timestamptz,
-                                for_ahead boolean)
+                                for_ahead boolean, wait double precision DEFAULT 0)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
@@ -407,7 +408,8 @@ BEGIN
         IF rate IS NOT NULL THEN
             DELETE FROM tickq_starts s
             WHERE s.type = typ AND s.at <= ts - make_interval(secs => per);
-            INSERT INTO tickq_starts (type, key, at) SELECT typ, k, ts FROM unnest(ids);
+            INSERT INTO tickq_starts (type, key, at)
+            SELECT typ, k, ts + make_interval(secs => wait) FROM unnest(ids);
         END IF;
         lim := lim - cardinality(ids);
         RETURN QUERY SELECT unnest(ids);
@@ -423,8 +425,14 @@ $$;
 -- starts are written here, a keyed type's by tickq_due_keyed. One claimer at a time looks
 -- at a type (a transaction-scoped advisory lock, which transaction poolers allow); others
 -- skip it rather than wait. Running jobs whose lease ran out don't count: their worker is
--- gone.
-CREATE FUNCTION tickq_due_limited(lim integer, queues text[], at timestamptz)
+-- gone; jobs claimed ahead, waiting in a worker's line, count as running. for_ahead: for
+-- a claim ahead (jobs once refunded are skipped), which takes rate-limited types only
+-- when the claimer says within how many seconds (`wait`) it starts each job or gives it
+-- back unstarted: its start is written at that time, so however late in that time it
+-- starts, no window of the period holds more starts than the limit.
+CREATE FUNCTION tickq_due_limited(lim integer, queues text[], at timestamptz,
+                                  for_ahead boolean DEFAULT false,
+                                  wait double precision DEFAULT NULL)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
@@ -440,6 +448,7 @@ BEGIN
     FOR t IN SELECT l.type, l.concurrency, l.rate, l.per, l.keyed FROM tickq_limits l
              ORDER BY l.type LOOP
         EXIT WHEN lim <= 0;
+        CONTINUE WHEN for_ahead AND wait IS NULL AND t.rate IS NOT NULL;
         CONTINUE WHEN NOT pg_try_advisory_xact_lock(
             hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
         -- The time once the lock is held, not the transaction's start: the starts the rate
@@ -447,7 +456,7 @@ BEGIN
         ts := COALESCE(at, clock_timestamp());
         IF t.keyed THEN
             RETURN QUERY SELECT tickq_due_keyed(t.type, t.concurrency, t.rate, t.per, lim,
-                                                queues, ts, false);
+                                                queues, ts, for_ahead, COALESCE(wait, 0));
             GET DIAGNOSTICS keyed = ROW_COUNT;
             lim := lim - keyed;
             CONTINUE;
@@ -467,7 +476,7 @@ BEGIN
         ids := ARRAY(
             SELECT id FROM tickq_jobs
             WHERE status = 'pending' AND run_after <= ts AND type = t.type
-              AND (queues IS NULL OR queue = ANY(queues))
+              AND (queues IS NULL OR queue = ANY(queues)) AND (NOT for_ahead OR ahead < 2)
               AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue)
             ORDER BY priority DESC, run_after, id
             LIMIT allowed
@@ -475,7 +484,8 @@ BEGIN
         IF t.rate IS NOT NULL AND cardinality(ids) > 0 THEN
             DELETE FROM tickq_starts
             WHERE type = t.type AND tickq_starts.at <= ts - make_interval(secs => t.per);
-            INSERT INTO tickq_starts (type, at) SELECT t.type, ts FROM unnest(ids);
+            INSERT INTO tickq_starts (type, at)
+            SELECT t.type, ts + make_interval(secs => COALESCE(wait, 0)) FROM unnest(ids);
         END IF;
         lim := lim - cardinality(ids);
         RETURN QUERY SELECT unnest(ids);
@@ -526,17 +536,19 @@ END
 $$;
 
 -- tickq_due for claims ahead of a worker's free slots: the same walk, skipping jobs once
--- refunded (ahead = 2), paused queues and limited types, but for keyed types with only a
--- concurrency limit: those are claimed ahead within each key's room (a job claimed ahead
--- counts as running for its key until it ends), under the type's advisory lock.
-CREATE FUNCTION tickq_due_ahead(lim integer, queues text[], at timestamptz)
+-- refunded (ahead = 2) and paused queues; limited types are claimed ahead within their
+-- room, through tickq_due_limited (a job claimed ahead counts as running until it ends;
+-- with a rate limit, as started at the latest time it may start: `wait` seconds from
+-- now, within which the claimer starts it or gives it back; NULL: rate-limited types are
+-- not claimed ahead).
+CREATE FUNCTION tickq_due_ahead(lim integer, queues text[], at timestamptz,
+                                wait double precision DEFAULT NULL)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
 SET enable_bitmapscan = off
 AS $$
 DECLARE
-    t record;
     taken integer;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM tickq_limits) AND NOT EXISTS (SELECT 1 FROM tickq_paused) THEN
@@ -549,16 +561,11 @@ BEGIN
         FOR UPDATE SKIP LOCKED;
         RETURN;
     END IF;
-    FOR t IN SELECT l.type, l.concurrency FROM tickq_limits l
-             WHERE l.keyed AND l.rate IS NULL ORDER BY l.type LOOP
-        EXIT WHEN lim <= 0;
-        CONTINUE WHEN NOT pg_try_advisory_xact_lock(
-            hashtext('tickq_limit'), hashtext(current_schema() || '.' || t.type));
-        RETURN QUERY SELECT tickq_due_keyed(t.type, t.concurrency, NULL, NULL, lim, queues,
-                                            COALESCE(at, clock_timestamp()), true);
+    IF EXISTS (SELECT 1 FROM tickq_limits) THEN
+        RETURN QUERY SELECT tickq_due_limited(lim, queues, at, true, wait);
         GET DIAGNOSTICS taken = ROW_COUNT;
         lim := lim - taken;
-    END LOOP;
+    END IF;
     IF lim <= 0 THEN
         RETURN;
     END IF;
