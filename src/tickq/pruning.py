@@ -35,6 +35,7 @@ def prune_due(runtime: Runtime, tick: bool) -> int:
     pass is logged and retried at the next interval)."""
     retention = runtime.retention
     if retention is None or retention.keeps_everything():
+        runtime.prune_not_before = float("inf")  # nothing to prune, ever
         return 0
     if runtime.monotonic() < runtime.prune_not_before:
         return 0

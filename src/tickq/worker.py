@@ -348,7 +348,7 @@ class Worker:
         """The background duty: batches of finished jobs past their retention, a few ms
         at a time; while behind, the next step comes at once."""
         self.report["pruned"] = self.report.get("pruned", 0) + prune_due(self.runtime, False)
-        if self.runtime.prune_not_before == 0.0 and self.runtime.retention is not None:
+        if self.runtime.prune_not_before == 0.0:  # behind: the next step goes on
             self._wake.set()
 
     def _idle_for(self) -> float:
