@@ -34,6 +34,7 @@ from enqueue import enqueue_figures  # noqa: E402
 from figures import Figure  # noqa: E402
 from latency import latency_figures  # noqa: E402
 from processing import Config, Drainer, parse_grid, processing_figures  # noqa: E402
+from quiet import quiet_figures  # noqa: E402
 from report import table, write_json  # noqa: E402
 from wakeup import has_tick, wakeup_figures  # noqa: E402
 from workflows import workflow_figures  # noqa: E402
@@ -184,6 +185,7 @@ def measure(
         if "idle" in sections and have["worker"]:
             progress(db, "idle")
             figures += idle_figures(db, args.runs)
+            figures += quiet_figures(db, window=10.0 if args.quick else 60.0)
         if "alerts" in sections and have["worker"]:
             progress(db, "alerts")
             figures += alert_figures(db, args.runs)

@@ -169,3 +169,55 @@ def test_a_due_time_heard_during_a_look_outlives_it(clock: FrozenClock) -> None:
     p.looked(started, None)  # the look resets next_poll, not the due time heard
     clock.advance(seconds=1.9)
     assert p.claimable(1, due=False) == 1
+
+
+def idle_pacing(clock: FrozenClock) -> Pacing:
+    return Pacing(clock.monotonic, 5.0, 60.0, idle_check=300.0)
+
+
+def idle_sleep(p: Pacing) -> float:
+    return p.idle_for(unrecorded=False, schedules=False, waiting=0, last_progress=0.0,
+                      free=10, due=False)  # fmt: skip
+
+
+def test_idle_the_next_look_and_rescue_wait_for_idle_check(clock: FrozenClock) -> None:
+    p = idle_pacing(clock)
+    p.rescued(idle=True)
+    p.lease_expires(None)  # nothing runs anywhere: nothing to rescue
+    p.looked(clock.monotonic(), None, idle=True)
+    assert idle_sleep(p) == 300.0
+    p.looked(clock.monotonic(), None, idle=False)  # holding jobs: the poll interval
+    assert idle_sleep(p) == 5.0
+
+
+def test_idle_a_known_due_time_or_lease_expiry_comes_first(clock: FrozenClock) -> None:
+    p = idle_pacing(clock)
+    p.rescued(idle=True)
+    p.lease_expires(42.0)  # another worker's job: its lease runs out in 42 s
+    p.looked(clock.monotonic(), 120.0, idle=True)  # a job due in 2 minutes
+    assert idle_sleep(p) == pytest.approx(42.05)
+    clock.advance(seconds=42.05)
+    assert p.rescue_due()
+    p.rescued(idle=True)
+    p.lease_expires(None)
+    assert idle_sleep(p) == pytest.approx(120.0 - 42.05)
+    p.heard_due(clock.monotonic() + 1.5)  # a delayed enqueue's NOTIFY
+    assert idle_sleep(p) == pytest.approx(1.5)
+
+
+def test_claiming_brings_back_the_busy_pace(clock: FrozenClock) -> None:
+    p = idle_pacing(clock)
+    p.rescued(idle=True)
+    p.lease_expires(None)
+    p.looked(clock.monotonic(), None, idle=True)
+    p.busy()
+    assert idle_sleep(p) == 5.0
+    assert p.next_rescue == pytest.approx(clock.monotonic() + 5.0)  # min(lease / 4, poll)
+
+
+def test_without_listen_an_idle_worker_looks_every_poll(clock: FrozenClock) -> None:
+    p = idle_pacing(clock)
+    p.poll_every(1.0)  # a transaction pooler found out: nothing tells it of new jobs
+    p.rescued(idle=True)
+    p.looked(clock.monotonic(), None, idle=True)
+    assert idle_sleep(p) == 1.0

@@ -6,6 +6,12 @@ and ``later(queue, seconds)`` for a job put in line to come due that much later 
 with a delay, or retried or snoozed by any process).
 Behind a transaction pooler LISTEN hears nothing, so it needs a direct ``listen_url``;
 without one the worker polls instead.
+
+A LISTEN connection the server closes (a serverless database suspending its compute after
+minutes without queries does) is not opened again at once: that would wake the database
+it just let sleep. It is opened again when the worker next talks to the database
+(``resume``), at its next look; an idle worker looks at least every ``idle_check``, so a
+job enqueued meanwhile waits no longer than that.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ class Listener:
         if self.listen_url and store.can_listen:
             self.listen_url = store.direct_url(self.listen_url)
         self.stopped = threading.Event()
+        self._needed = threading.Event()  # the worker talked to the database: LISTEN again
+        self._heard = False  # listening worked once: a loss waits for the worker's look
         self._trouble = Trouble("LISTEN connection", quiet_first=True)
         self._announced = False  # the "listening" line is logged once
 
@@ -51,6 +59,11 @@ class Listener:
 
     def stop(self) -> None:
         self.stopped.set()
+        self._needed.set()
+
+    def resume(self) -> None:
+        """The worker just reached the database: a lost LISTEN connection may reconnect."""
+        self._needed.set()
 
     def went_deaf(self) -> bool:
         """True (once) when the store has only now found a transaction pooler, where LISTEN
@@ -82,9 +95,22 @@ class Listener:
             try:
                 self.store.listen(self._listening, self.stopped, self.listen_url, self.later)
             except Exception as exc:
-                self.stopped.wait(self._trouble.happened(exc))
+                pause = self._trouble.happened(exc)
+                if self._heard and not self.stopped.is_set():
+                    self._heard = False
+                    self._wait_for_worker(exc)
+                self.stopped.wait(pause)
+
+    def _wait_for_worker(self, exc: Exception) -> None:
+        self._needed.clear()
+        log.info("tickq worker: the LISTEN connection closed (%s); listening again when "
+                 "the worker next needs the database (it looks at least every idle_check "
+                 "meanwhile)", str(exc).strip().splitlines()[0] if str(exc).strip() else
+                 type(exc).__name__, extra={"event": "listen_lost"})  # fmt: skip
+        self._needed.wait()
 
     def _listening(self, queues: set[str] | None) -> None:
+        self._heard = True
         # None: (re)connected, or on SQLite any commit by another connection: look.
         if queues is None and not self._trouble.over() and not self._announced:
             self._announced = True

@@ -26,17 +26,25 @@ AHEAD_START_WITHIN = 0.1
 """A job of a rate-limited type claimed ahead starts within this many seconds of its
 claim, or is given back unstarted: its start is counted as at that time (a few times the
 line's ``PREFETCH_WINDOW``, so it is rarely late)."""
+RESCUE_MARGIN = 0.05
+"""An idle worker rescues this long after the first lease it knows of runs out."""
 
 
 class Pacing:
     """The worker's timetable: next poll, next rescue, next schedule slot, batch timing."""
 
     def __init__(
-        self, clock: Callable[[], float], poll_interval: float, lease_seconds: float
+        self,
+        clock: Callable[[], float],
+        poll_interval: float,
+        lease_seconds: float,
+        idle_check: float | None = None,
     ) -> None:
         self.clock = clock
         self.poll_interval = poll_interval
         self.rescue_every = min(lease_seconds / 4, poll_interval)
+        self.idle_every = poll_interval if idle_check is None else idle_check
+        """Seconds between looks with nothing held and nothing known to come due."""
         self.next_poll = self.next_rescue = self.next_slot = 0.0
         self.next_heard = float("inf")
         """When a job another process put in line comes due (heard, not yet looked for)."""
@@ -48,20 +56,38 @@ class Pacing:
         """Poll (and rescue) at least every ``seconds`` from now on."""
         self.poll_interval = seconds
         self.rescue_every = min(self.rescue_every, seconds)
+        self.idle_every = min(self.idle_every, seconds)
 
     # -- what happened ------------------------------------------------------------------
-    def rescued(self) -> None:
-        self.next_rescue = self.clock() + self.rescue_every
+    def rescued(self, idle: bool = False) -> None:
+        """A rescue pass ran; ``idle``: nothing held, so the next waits for ``idle_every``
+        (or the first lease known to run out, see ``lease_expires``)."""
+        self.next_rescue = self.clock() + (self.idle_every if idle else self.rescue_every)
+
+    def lease_expires(self, expires_in: float | None) -> None:
+        """Idle, the first lease of a running job runs out in ``expires_in`` s (None:
+        nothing runs): rescue then, or after ``idle_every`` if that is sooner."""
+        now = self.clock()
+        self.next_rescue = now + self.idle_every
+        if expires_in is not None:
+            at = now + max(0.0, expires_in) + RESCUE_MARGIN
+            self.next_rescue = min(self.next_rescue, at)
+
+    def busy(self) -> None:
+        """Jobs were claimed: rescue and poll at the busy pace again."""
+        now = self.clock()
+        self.next_rescue = min(self.next_rescue, now + self.rescue_every)
+        self.next_poll = min(self.next_poll, now + self.poll_interval)
 
     def slots_enqueued(self, next_slot_in: float) -> None:
         """Schedule slots were enqueued; the next one comes due in ``next_slot_in`` s."""
         self.next_slot = self.clock() + max(0.0, next_slot_in)
 
-    def looked(self, at: float, due_in: float | None) -> None:
-        """A claim at ``at`` found fewer jobs than asked; the next is due in ``due_in`` s."""
-        wait = self.poll_interval if due_in is None else min(
-            self.poll_interval, max(due_in, LOOK_AGAIN)
-        )  # fmt: skip
+    def looked(self, at: float, due_in: float | None, idle: bool = False) -> None:
+        """A claim at ``at`` found fewer jobs than asked; the next is due in ``due_in`` s;
+        ``idle``: nothing is held, so the next look waits for ``idle_every`` at most."""
+        every = self.idle_every if idle else self.poll_interval
+        wait = every if due_in is None else min(every, max(due_in, LOOK_AGAIN))
         self.next_poll = at + wait
         if self.next_heard <= at:
             self.next_heard = float("inf")  # heard before this look began: it saw the job

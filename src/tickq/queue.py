@@ -284,6 +284,7 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         log_format: str | None = None,
         stop: threading.Event | None = None,
         listen_url: str | None = None,
+        idle_check: float = 300.0,
     ) -> dict[str, Any]:
         """Run jobs in this process until SIGTERM/SIGINT (or ``stop.set()``); ``tickq worker``.
 
@@ -298,6 +299,11 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         ``succeeded``, ...). Behind a transaction pooler (``?pooler=transaction``) LISTEN
         hears nothing: give ``listen_url`` (or ``TICKQ_LISTEN_URL``), a direct connection
         to the same database, or the worker polls every ``poll_interval`` (default 1).
+        With nothing running and nothing known to come due, the worker sends no query for
+        ``idle_check`` seconds (default 300, so a serverless database that suspends after
+        5 minutes without queries can sleep): LISTEN (or the SQLite file watch) still
+        starts a new job at once, and it wakes when a known ``run_after``, retry, snooze,
+        schedule slot or another worker's lease comes due.
         """
         from .worker import Worker
 
@@ -309,7 +315,7 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         try:
             return Worker(
                 self._runtime, queues=queues, concurrency=concurrency, poll_interval=poll_interval,
-                grace=grace, stop=stop, listen_url=listen_url,
+                grace=grace, stop=stop, listen_url=listen_url, idle_check=idle_check,
             ).run()  # fmt: skip
         finally:
             if handler is not None:

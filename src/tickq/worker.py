@@ -58,6 +58,9 @@ DEFAULT_GRACE = 25.0
 """Fits under the 30 s most platforms (Kubernetes, Heroku, ECS) allow before SIGKILL."""
 DEFAULT_POLL = {"postgres": 5.0, "sqlite": 1.0}
 """Seconds between looks when nothing woke the worker; LISTEN/NOTIFY makes Postgres's long."""
+DEFAULT_IDLE_CHECK = 300.0
+"""Seconds an idle worker (nothing held, nothing known to come due) sends no query: a
+serverless database that suspends after 5 minutes without one can sleep."""
 EXTERNAL_STOP_CHECK = 0.5
 
 
@@ -74,6 +77,7 @@ class Worker:
         grace: float = DEFAULT_GRACE,
         stop: threading.Event | None = None,
         listen_url: str | None = None,
+        idle_check: float = DEFAULT_IDLE_CHECK,
     ) -> None:
         self.runtime, self.store = runtime, runtime.store
         self.queues = parse_queues(queues)
@@ -85,8 +89,13 @@ class Worker:
             zero_ok=False,
         )  # fmt: skip
         self.grace = check_seconds("grace", grace, zero_ok=True)
+        self.idle_check = check_seconds("idle_check", idle_check, zero_ok=False)
         self._poll_given = poll_interval is not None
-        self.pacing = Pacing(runtime.monotonic, self.poll_interval, runtime.lease_seconds)
+        # Without LISTEN nothing tells an idle worker of a new job: it looks every poll.
+        idle_every = idle_check if self.listens else min(self.poll_interval, idle_check)
+        self.pacing = Pacing(runtime.monotonic, self.poll_interval, runtime.lease_seconds,
+                             idle_every)  # fmt: skip
+        self._asked_expiry = False  # this step already asked when the first lease runs out
         self.report = new_report()
         self._stop = stop or Flag()
         self._external_stop = stop is not None
@@ -144,9 +153,11 @@ class Worker:
                 self._on_trouble(exc)
                 continue
             self._recovered()
+            self.listener.resume()  # the database answered: LISTEN again if it was lost
             self._sleep(self._idle_for())
 
     def _step(self) -> None:
+        self._asked_expiry = False
         self._stop_deaf_listener()
         self._pace_heard()
         self._collect()
@@ -254,6 +265,8 @@ class Worker:
             # Failure hooks may have enqueued a job due soon (an alert due in group_wait):
             # be there (on SQLite, or with no LISTEN, nothing else tells this worker).
             self.pacing.due_soon(self.store.due_in(self.queues))
+        if jobs:
+            self.pacing.busy()
         self.keeper.hold(jobs)  # before the pool can start them
         if recorded.ahead:
             self._start_in_time(jobs, recorded.ahead, asked + AHEAD_START_WITHIN)
@@ -262,7 +275,22 @@ class Worker:
         if len(jobs) == limit and limit:
             self._due.set()  # probably more waiting: claim again as soon as a slot frees
         elif limit:
-            self.pacing.looked(looked, self.store.due_in(self.queues))
+            idle = self._idle()
+            self.pacing.looked(looked, self.store.due_in(self.queues), idle)
+            if idle:
+                self._ask_expiry()
+
+    def _idle(self) -> bool:
+        """Nothing held: no job running, waiting in line or waiting to be recorded."""
+        return not (self._in_hand() or self.holdings.unrecorded() or self.keeper.holding())
+
+    def _ask_expiry(self) -> None:
+        """Idle: rescue when another worker's first lease runs out (its holder renews it
+        first unless dead), not every few seconds. Learnt at each look: every worker hears
+        an enqueue and looks, so one that lost the claim learns the winner's lease."""
+        if not self._asked_expiry:
+            self._asked_expiry = True
+            self.pacing.lease_expires(self.store.lease_expiry_in())
 
     def _start_in_time(self, jobs: list[Job], ahead: set[int], deadline: float) -> None:
         """Jobs of rate-limited types claimed ahead had their start counted as at
@@ -340,7 +368,10 @@ class Worker:
     def _rescue(self) -> None:
         before = self.report["rescued"]
         rescue(self.runtime, self.report)
-        self.pacing.rescued()
+        idle = self._idle()
+        self.pacing.rescued(idle)
+        if idle:
+            self._ask_expiry()
         if self.report["rescued"] > before:
             self._due.set()
 
@@ -469,11 +500,12 @@ class Worker:
             return
         if not self._poll_given:
             self.poll_interval = min(self.poll_interval, 1.0)
-            self.pacing.poll_every(self.poll_interval)
+        self.pacing.poll_every(self.poll_interval)  # idle too: nothing else tells of a job
         log.warning("tickq worker: PostgreSQL is behind a transaction pooler, where LISTEN "
-                    "hears nothing; polling every %gs from now on (give the worker a direct "
-                    "connection with listen_url= or TICKQ_LISTEN_URL)", self.poll_interval,
-                    extra={"event": "polling"})  # fmt: skip
+                    "hears nothing; polling every %gs from now on, idle too (give the worker "
+                    "a direct connection with listen_url= or TICKQ_LISTEN_URL)",
+                    self.poll_interval, extra={"event": "polling",
+                                               "look_every": self.poll_interval})  # fmt: skip
 
     # -- signals and banner -------------------------------------------------------------
     def _on_signal(self, signum: int, frame: Any) -> None:
@@ -491,7 +523,7 @@ class Worker:
 
     def _banner(self) -> None:
         log_started(self.runtime, self.queues, self.concurrency, self._wake_up(),
-                    self.poll_interval, self.grace)  # fmt: skip
+                    self.poll_interval, self.grace, self.pacing.idle_every)  # fmt: skip
 
     def _wake_up(self) -> str:
         return self.listener.wake_up()

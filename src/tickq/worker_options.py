@@ -60,6 +60,7 @@ def log_started(
     wake: str,
     poll_interval: float,
     grace: float,
+    idle_check: float | None = None,
 ) -> None:
     """The worker's start line: who it is and how it is set up."""
     import os
@@ -67,14 +68,17 @@ def log_started(
     from ._version import __version__
 
     store, lease = runtime.store, runtime.lease_seconds
+    idle = poll_interval if idle_check is None else idle_check
     log.info(
         "tickq %s worker %s started: backend %s %s, queues %s, concurrency %d, wake-up on "
-        "%s, poll every %gs, lease %gs, grace %gs, %d schedule(s)", __version__,
+        "%s, poll every %gs, idle look every %gs, lease %gs, grace %gs, %d schedule(s)",
+        __version__,
         runtime.owner, store.dialect, where(store.url), ",".join(queues) if queues else "all",
-        concurrency, wake, poll_interval, lease, grace, len(runtime.schedules),
+        concurrency, wake, poll_interval, idle, lease, grace, len(runtime.schedules),
         extra={"event": "worker_started", "version": __version__, "owner": runtime.owner,
                "backend": store.dialect, "queues": list(queues or []),
                "concurrency": concurrency, "poll_interval": poll_interval,
+               "idle_check": idle,
                "lease_seconds": lease, "grace": grace, "schedules": sorted(runtime.schedules),
                "pid": os.getpid(), "wake_up": wake},
     )  # fmt: skip

@@ -33,7 +33,7 @@ def note(event: str, ctx: JobContext) -> None:
     if not folder:
         return
     line = {"event": event, "id": ctx.id, "attempt": ctx.attempt, "pid": os.getpid(),
-            "thread": threading.get_ident()}  # fmt: skip
+            "thread": threading.get_ident(), "at": time.time()}  # fmt: skip
     with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as f:
         f.write(json.dumps(line) + "\n")
 

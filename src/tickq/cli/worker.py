@@ -43,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="a direct Postgres connection for LISTEN when the app's URL goes through a "
         "transaction pooler (default: $TICKQ_LISTEN_URL; without either it polls there)",
     )  # fmt: skip
+    worker.add_argument(
+        "--idle-check", type=float, default=300.0, metavar="SECONDS",
+        help="with nothing running and nothing due, send no query for this long (LISTEN "
+        "still wakes it; default: 300, so a serverless database can suspend)",
+    )  # fmt: skip
     worker.set_defaults(handler=run_worker)
 
 
@@ -51,6 +56,6 @@ def run_worker(args: argparse.Namespace) -> int:
     q.run_worker(
         queues=args.queues, concurrency=args.concurrency, poll_interval=args.poll_interval,
         grace=args.grace, log_format=args.log_format or Fallback.log_format or "text",
-        listen_url=args.listen_url,
+        listen_url=args.listen_url, idle_check=args.idle_check,
     )  # fmt: skip
     return 0

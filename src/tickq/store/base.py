@@ -384,6 +384,13 @@ class SqlStore(
         seconds = (self._decode_ts(first) - self._decode_ts(now)).total_seconds()  # type: ignore[operator]
         return seconds if limited is None else min(seconds, float(limited))
 
+    def lease_expiry_in(self) -> float | None:
+        """Seconds until the first lease of a running job runs out (None: nothing runs)."""
+        first, now = self._query("lease_expiry", now=self._now())[0]
+        if first is None:
+            return None
+        return (self._decode_ts(first) - self._decode_ts(now)).total_seconds()  # type: ignore[operator]
+
     # -- waking workers -----------------------------------------------------------------
     def subscribe(self, wake: Wake) -> None:
         """Call ``wake(queues)`` whenever this process enqueues jobs that are due now."""

@@ -27,12 +27,16 @@ EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 POLL = 0.01
 """Without inotify: look at data_version this often (10 ms: ~0.5% of a core here)."""
-SAFETY = 0.5
-"""With inotify: look this often anyway, in case a write went unheard."""
+SAFETY = 300.0
+"""With inotify: look this often anyway, in case a write went unheard (inotify hears every
+local write; an idle worker also looks at the jobs every ``idle_check``). Rare, so that an
+idle worker sends no statement at all for minutes."""
 GAP, BUSY_GAP = 0.004, 0.01
 """Look at most every GAP, and every BUSY_GAP after a look that found a commit: this
 process's own commits are heard too, and a thread woken for each of them would fight a
 busy worker for the GIL (a third more CPU per job)."""
+STOP_CHECK = 1.0
+"""The longest ``wait`` blocks without a look, so the listener hears its stop in time."""
 HOT = 0.05
 """After a write is heard, look every GAP for this long: the commit lands only after the
 writer's sync, a little after its writes, and a burst of commits keeps it hot."""
@@ -48,6 +52,7 @@ class FileWatch:
         self.fd = -1
         self.watched = 0
         self.hot_until = self.looked = 0.0
+        self.safety_at = monotonic() + SAFETY
         self._libc: Any = None
         self._open()
 
@@ -60,22 +65,29 @@ class FileWatch:
             os.close(self.fd)
             self.fd = -1
 
-    def wait(self, changed: bool = False) -> None:
-        """Block until a write is heard or it is time to look anyway; ``changed``: the
-        last look found a commit."""
+    def wait(self, changed: bool = False) -> bool:
+        """Block until a write is heard, it is time to look anyway, or ``STOP_CHECK``
+        passes; True when the caller should look now. ``changed``: the last look found
+        a commit."""
         if self.fd < 0:
             sleep(POLL)
-            return
+            return True
         gap = self.looked + (BUSY_GAP if changed else GAP) - monotonic()
         if gap > 0:
             sleep(gap)  # writes heard meanwhile wait in the queue: one look for them all
-        timeout = 0.0 if monotonic() < self.hot_until else SAFETY  # hot: look every GAP
+        hot = monotonic() < self.hot_until  # look every GAP
+        timeout = 0.0 if hot else max(0.0, min(STOP_CHECK, self.safety_at - monotonic()))
         ready, _, _ = select.select([self.fd], [], [], timeout)
-        self.looked = monotonic()
-        if ready and self._drain():
-            self.hot_until = self.looked + HOT
+        now = monotonic()
+        heard = bool(ready) and self._drain()
+        if heard:
+            self.hot_until = now + HOT
         if self.watched < 2 and os.path.exists(self.path + "-wal"):
             self._open()  # the -wal appeared (or came back) since: watch it too
+        look = hot or heard or now >= self.safety_at
+        if look:
+            self.looked, self.safety_at = now, now + SAFETY
+        return look
 
     def _drain(self) -> bool:
         """Read every queued event; True when a watched file was written."""

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, SystemClock
@@ -31,8 +30,11 @@ if TYPE_CHECKING:
     from .records import Outcome, ScheduleMove
 
 LISTEN_HEARTBEAT = 30.0
-"""Seconds between checks that an idle LISTEN connection is still alive (a half-open
-connection would otherwise go quiet forever)."""
+"""Seconds of silence after which the kernel probes an idle LISTEN connection (TCP
+keepalives: a half-open connection would otherwise go quiet forever). No query is sent,
+so a serverless database that suspends after minutes without one may still sleep."""
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": int(LISTEN_HEARTBEAT),
+              "keepalives_interval": 10, "keepalives_count": 3}  # fmt: skip
 
 
 def _psycopg() -> Any:
@@ -109,14 +111,14 @@ class PostgresStore(PostgresHorizon, SqlStore):
     def _db_clock(self) -> bool:
         return isinstance(self.clock, SystemClock)
 
-    def _connect(self, direct: str | None = None) -> Any:
+    def _connect(self, direct: str | None = None, **options: Any) -> Any:
         url = direct or self.url
         # A URL's own application_name wins (DBAs use it to tell processes apart).
         named = "application_name" in self.psycopg.conninfo.conninfo_to_dict(url)
         extra: dict[str, Any] = {} if named else {"application_name": "tickq"}
         if self.transaction_pooled and not direct:
             extra["prepare_threshold"] = None  # prepared statements live per server connection
-        return self.psycopg.connect(url, autocommit=True, connect_timeout=10, **extra)
+        return self.psycopg.connect(url, autocommit=True, connect_timeout=10, **extra, **options)
 
     def direct_url(self, url: str) -> str:
         """``url`` checked as a Postgres URL to listen on (``listen_url``)."""
@@ -173,6 +175,8 @@ class PostgresStore(PostgresHorizon, SqlStore):
         if hung_up(conn):
             self.drop_connection()
             conn = super()._connection()
+            log.info("tickq: PostgreSQL at %s had closed this process's idle connection; "
+                     "reconnected", self._where(), extra={"event": "reconnected"})  # fmt: skip
         return conn
 
     @contextmanager
@@ -282,7 +286,7 @@ class PostgresStore(PostgresHorizon, SqlStore):
         job due now and ``later(queue, seconds)`` per one of a job due later."""
         channel = self._query("channel")[0][0]  # named after this table, as the enqueues see it
         with self._errors():
-            conn = self._connect(self.direct_url(url) if url else None)
+            conn = self._connect(self.direct_url(url) if url else None, **KEEPALIVES)
         try:
             with self._errors():
                 conn.execute(self.psycopg.sql.SQL("LISTEN {}").format(
@@ -293,17 +297,15 @@ class PostgresStore(PostgresHorizon, SqlStore):
             conn.close()
 
     def _relay(self, conn: Any, wake: Wake, stop: threading.Event, later: Later | None) -> None:
-        checked = monotonic()
+        # No query while idle: the server's goodbye (or a keepalive's failure) ends
+        # notifies() with an error, and the listener opens a new connection.
         while not stop.is_set():
-            for note in conn.notifies(timeout=min(1.0, LISTEN_HEARTBEAT)):
+            for note in conn.notifies(timeout=1.0):
                 queue, due_in = parse_note(note.payload)
                 if due_in > 0 and later is not None:
                     later(queue, due_in)
                 else:
                     wake({queue})
-            if monotonic() - checked >= LISTEN_HEARTBEAT:
-                conn.execute("SELECT 1")
-                checked = monotonic()
 
     def _undurable_statements(self) -> list[Statement]:
         return [("commit_unflushed", {})]

@@ -366,7 +366,8 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                 wake(None)
                 changed = False
                 while not stop.is_set():
-                    watch.wait(changed)
+                    if not watch.wait(changed):
+                        continue  # nothing written, not yet time to look anyway
                     now = _data_version(conn)
                     changed = now != version
                     if changed:

@@ -610,3 +610,9 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS
   AND xact_start < clock_timestamp() - make_interval(secs => :threshold)
 ORDER BY xact_start
 LIMIT :shown
+
+-- name: lease_expiry
+-- When the first lease of a running job runs out, and "now": an idle worker sleeps until
+-- then (a rescue may be due) instead of looking every few seconds.
+SELECT min(lease_expires_at), COALESCE(CAST(:now AS timestamptz), now())
+FROM tickq_jobs WHERE status = 'running'

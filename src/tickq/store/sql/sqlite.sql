@@ -584,3 +584,8 @@ CREATE TABLE IF NOT EXISTS tickq_migrations (version INTEGER PRIMARY KEY,
 
 -- name: migrations_record
 INSERT INTO tickq_migrations (version, name, applied_at) VALUES (:version, :name, :now)
+
+-- name: lease_expiry
+-- When the first lease of a running job runs out, and "now": an idle worker sleeps until
+-- then (a rescue may be due) instead of looking every few seconds.
+SELECT min(lease_expires_at), :now FROM tickq_jobs WHERE status = 'running'
