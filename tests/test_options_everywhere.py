@@ -67,6 +67,7 @@ ENQUEUE_SAMPLES: dict[str, Any] = {
     "priority": 3,
     "queue": "mail",
     "max_attempts": 7,
+    "keep": True,
 }
 """A value for each enqueue option, none of them its default."""
 
@@ -86,6 +87,7 @@ DJANGO_USING = {"run_after": "run_after", "unique_key": "unique_key", "priority"
 DJANGO_ENQUEUE_LACKS = {
     "unique_scope": "using() takes unique_key only (scope 'active')",
     "max_attempts": "a task option (@task(max_attempts=)), applied to each enqueue",
+    "keep": "not in using() yet: Django's results are kept by its own backend",
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import run_tickq
 from tickq import FrozenClock, InvalidTransition, Queue, StepFailed, WorkflowContext
+from tickq.errors import JobNotFound
 
 DAY = timedelta(days=1)
 
@@ -322,10 +323,14 @@ def test_cancel_workflow(shop: Shop) -> None:
     assert run.status == "cancelled"
     assert run.steps[1].status == "cancelled"
     q.send_event("invoice.paid", key="order:11", data={"amount": 1})
-    shop.clock.advance(8 * DAY)
+    shop.clock.advance(6 * DAY)  # not yet the wait's 7 days, nor the cancelled run's
     shop.tick()
     assert q.workflow_run(run_id).status == "cancelled"
     assert q.get_job(run_id).status == "cancelled"
+    shop.clock.advance(2 * DAY)  # past the wait's timeout: nothing wakes the run
+    shop.tick()  # ... and past its 7 days of retention: the run and its jobs are pruned
+    with pytest.raises(JobNotFound):
+        q.workflow_run(run_id)
     assert shop.ledger == [("charge", 11)]
     done = shop.checkout.start(order_id=12, items=[])
     shop.tick()

@@ -56,6 +56,8 @@ def new_job(
     own = definition.options if definition is not None else DEFAULT_JOB_OPTIONS
     import json
 
+    if chosen.keep:
+        meta = {**(meta or {}), "keep": True}
     return NewJob(
         type=job_type, payload_json=payload_json,
         queue=own.queue if chosen.queue is None else chosen.queue,

@@ -36,12 +36,13 @@ class Enqueueing:
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        keep: bool = False,
         meta: Mapping[str, Any] | None = None,
     ) -> NewJob:
         """Validate one job and return the row to insert (no I/O)."""
         options = EnqueueOptions(
             run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
-            priority=priority, queue=queue, max_attempts=max_attempts,
+            priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
         )  # fmt: skip
         return self._runtime.new_job(job_type, payload, options, meta)
 
@@ -57,6 +58,7 @@ class Enqueueing:
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        keep: bool = False,
     ) -> int:
         """Store one job and return its id.
 
@@ -75,7 +77,7 @@ class Enqueueing:
         """
         options = EnqueueOptions(
             run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
-            priority=priority, queue=queue, max_attempts=max_attempts,
+            priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
         )  # fmt: skip
         return self._enqueue(job_type, payload, options, conn)
 
@@ -109,12 +111,13 @@ class Enqueueing:
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        keep: bool = False,
     ) -> int:
         """``enqueue`` for async code: ``conn=`` takes a psycopg ``AsyncConnection`` or a
         SQLAlchemy ``AsyncConnection`` / ``AsyncSession``."""
         options = EnqueueOptions(
             run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
-            priority=priority, queue=queue, max_attempts=max_attempts,
+            priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
         )  # fmt: skip
         return await self._enqueue_async(job_type, payload, options, conn)
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .job import Attempt, Job
+    from .runtime import Runtime
     from .store import SqlStore
 
 
@@ -24,6 +25,8 @@ class Inspection:
 
         @property
         def _store(self) -> SqlStore: ...
+
+        _runtime: Runtime
 
     def get_job(self, job_id: int) -> Job | None:
         """The job with this id, or None."""
@@ -151,5 +154,12 @@ class Inspection:
         write-ahead log's size, its bound and the disk's free space (``wal_bytes``,
         ``wal_bound_bytes``, ``disk_free_bytes``); on Postgres the transactions open longer
         than a minute (``long_transactions``: pid, age_seconds, application_name, state).
+        ``retention``: this queue's settings (ages in seconds, None: kept forever) and the
+        shared pruning pass (``next_due_at``, ``last_pruned_at``, ``pruned_last_pass``,
+        ``behind``: more than a batch was left, the next tick or worker step goes on).
         """
-        return self._store.stats()
+        stats = self._store.stats()
+        rule = self._runtime.retention
+        stats["retention"] = {"settings": None if rule is None else rule.as_dict(),
+                              **self._store.retention_state()}  # fmt: skip
+        return stats

@@ -283,6 +283,11 @@ class Job(Frozen):
         ))  # fmt: skip
 
     @property
+    def keep(self) -> bool:
+        """Enqueued with ``keep=True``: retention never prunes this job once it finished."""
+        return self.meta.get("keep") is True
+
+    @property
     def idempotency_key(self) -> str:
         """The same on every attempt of this job; pass it to providers that dedupe."""
         return f"tickq-{self.id}-{int(self.created_at.timestamp() * 1_000_000)}"

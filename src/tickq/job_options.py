@@ -145,9 +145,11 @@ class EnqueueOptions(Options):
     """How one enqueue stores its job: what ``q.enqueue`` takes besides the job type, its
     payload and ``conn``. None for ``priority``, ``queue`` or ``max_attempts``: the job
     type's own. ``run_after`` is held as given (a ``timedelta`` counts from the enqueue),
-    a ``datetime`` in UTC."""
+    a ``datetime`` in UTC. ``keep=True``: the finished job is never pruned by retention
+    (``tickq prune`` and ``Queue.prune`` still delete it)."""
 
-    fields = ("run_after", "unique_key", "unique_scope", "priority", "queue", "max_attempts")
+    fields = ("run_after", "unique_key", "unique_scope", "priority", "queue", "max_attempts",
+              "keep")  # fmt: skip
     __slots__ = fields
 
     if TYPE_CHECKING:
@@ -157,6 +159,7 @@ class EnqueueOptions(Options):
         priority: int | None
         queue: str | None
         max_attempts: int | None
+        keep: bool
 
     def __init__(
         self,
@@ -167,6 +170,7 @@ class EnqueueOptions(Options):
         priority: int | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
+        keep: bool = False,
     ) -> None:
         # One per enqueue: set directly, which costs half what ``_set(**values)`` does.
         _set(self, "unique_scope", check_unique_scope(unique_scope))
@@ -176,6 +180,9 @@ class EnqueueOptions(Options):
         _set(self, "max_attempts", attempts)
         _set(self, "run_after", check_run_after(run_after))
         _set(self, "unique_key", check_unique_key(unique_key))
+        if not isinstance(keep, bool):
+            raise TypeError(f"keep must be True or False, got {type(keep).__name__}: {keep!r}")
+        _set(self, "keep", keep)
 
 
 def check_timeout(value: Any) -> float | None:

@@ -15,6 +15,7 @@ from .inspection import Inspection
 from .job_options import DEFAULT_MAX_SNOOZE, JobOptions
 from .redact import redact_url
 from .registry import JobDefinition, JobFunction, Registry, check_no_arguments_needed, define
+from .retention import DEFAULT_RETENTION, Retention, as_retention
 from .runtime import Runtime
 from .store import open_store
 from .web_apps import WebFactories
@@ -59,6 +60,10 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
     ``Queue()`` reads ``TICKQ_DATABASE_URL``, else uses ``sqlite:///tickq.db`` (the file
     ``tickq.db`` in the current folder) and logs at INFO which one it chose. An empty URL,
     or an empty ``TICKQ_DATABASE_URL``, is an error, never a quiet fallback.
+
+    ``retention``: how long finished jobs stay before workers and ticks prune them
+    (``tickq.retention.Retention``; default 7 days done or cancelled, 30 days failed;
+    None keeps every job forever). See "Retention" in docs/jobs.md.
     """
 
     def __init__(
@@ -70,6 +75,7 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         strict: bool = True,
         on_failure: FailureHook | Iterable[FailureHook] | None = None,
         alerts: Alerts | Sequence[Sink] | None = None,
+        retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
         if lease_seconds < 3:
             raise ConfigurationError(f"lease_seconds must be >= 3, got {lease_seconds}")
@@ -77,6 +83,7 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         """The database URL this queue uses (``repr(q)`` shows it without the password)."""
         self._runtime = Runtime(open_store(self.url, clock or SystemClock()), Registry(),
                                 float(lease_seconds), strict)  # fmt: skip
+        self._runtime.retention = as_retention(retention)
         if callable(on_failure):
             self._runtime.failure_hooks.append(on_failure)
         elif on_failure is not None:

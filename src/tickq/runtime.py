@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .observe import Watcher
     from .outbox import Outbox
     from .registry import JobDefinition, Registry
+    from .retention import Retention
     from .schedule import ScheduleDefinition
     from .store import SqlStore
     from .webhooks.definition import WebhookDefinition
@@ -56,6 +57,10 @@ class Runtime:
         self._outbox: tuple[int, Outbox] | None = None
         self._making = threading.Lock()  # concurrent ticks share one outbox
         self._declared: tuple[int, int] | None = None
+        from .retention import DEFAULT_RETENTION
+
+        self.retention: Retention | None = DEFAULT_RETENTION
+        self.prune_not_before = 0.0  # monotonic: no look at the pruning pass before
 
     @property
     def clock(self) -> Clock:

@@ -14,6 +14,7 @@ from time import monotonic
 from .cycle import TICK_PATIENCE, run_cycle
 from .job_options import EnqueueOptions
 from .logger import log
+from .pruning import prune_due
 from .runtime import watching
 from .store import ScheduleMove
 
@@ -75,7 +76,9 @@ def _tick(
     if alerts and jobs["failed"]:
         alerts.deliver(time_budget=5.0)  # its first alerts: nothing else runs until next call
     jobs.pop("duration_ms", None)
+    pruned = prune_due(runtime, tick=True)
     summary = summarise(runtime, state, enqueued, jobs)
+    summary["pruned"] = pruned
     summary["duration_ms"] = round((monotonic() - started) * 1000, 3)
     log.info(
         "tick: %d slot(s) enqueued, %d job(s) claimed, %d succeeded, %d retried, "

@@ -31,6 +31,7 @@ from .listener import Listener
 from .logger import log
 from .pacing import AHEAD_START_WITHIN, Pacing
 from .pool import JobPool
+from .pruning import prune_due
 from .runtime import watching
 from .signals import Flag, handling_signals
 from .store import CANCEL_NOTE
@@ -169,6 +170,7 @@ class Worker:
         if self.pacing.rescue_due() and not self._holding_off():
             self._rescue()
         self._exchange()
+        self._prune()
         if not self._listening:
             # LISTEN once the schema is known to be there: on an unmigrated database the
             # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
@@ -376,6 +378,13 @@ class Worker:
             self._ask_expiry()
         if self.report["rescued"] + self.report["refunded"] > before:
             self._due.set()  # back in line (refunded ones too): claim them now
+
+    def _prune(self) -> None:
+        """The background duty: batches of finished jobs past their retention, a few ms
+        at a time; while behind, the next step comes at once."""
+        self.report["pruned"] = self.report.get("pruned", 0) + prune_due(self.runtime, False)
+        if self.runtime.prune_not_before == 0.0:  # behind: the next step goes on
+            self._wake.set()
 
     def _idle_for(self) -> float:
         if self._stop.is_set():

@@ -12,6 +12,7 @@ from ..errors import InvalidTransition, JobNotFound
 from ..job import STATE_MACHINE, TRANSITIONS, Attempt, Job, JobState, Transition
 from .controls import ControlQueries
 from .records import Leases, Recorded, Rescued
+from .retention import RetentionQueries
 from .sessions import SessionQueries
 from .stats import StatsQueries
 from .ticks import TickQueries
@@ -38,7 +39,13 @@ was asked to stop: where the store can tell (Postgres NOTIFY), workers look at o
 
 
 class SqlStore(
-    TickQueries, StatsQueries, ControlQueries, SessionQueries, TokenQueries, WorkflowQueries
+    TickQueries,
+    StatsQueries,
+    ControlQueries,
+    SessionQueries,
+    TokenQueries,
+    WorkflowQueries,
+    RetentionQueries,
 ):
     """Transitions of ``tickq_jobs`` over a DB-API connection per thread (see ``Store``)."""
 

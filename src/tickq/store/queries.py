@@ -84,11 +84,16 @@ def load_queries(
     dialect: str, paramstyle: str, library: dict[str, str] | None = None
 ) -> dict[str, str]:
     """Return {name: sql}: ``sql/common.sql``, ``sql/<dialect>.sql`` and, for a backend's
-    own queries, the workflows' ``sql/workflows_<dialect>.sql``. ``paramstyle``
+    own queries, the workflows' ``sql/workflows_<dialect>.sql`` and retention's
+    ``sql/retention_<dialect>.sql``. ``paramstyle``
     is "named" (:x) or "pyformat" (%(x)s). ``{@name}`` includes the section ``name`` of
     these queries, or of ``library`` when given (a store's own, for its browse queries)."""
     queries = _sections("common", paramstyle)
-    own = (f"workflows_{dialect}",) if dialect in ("sqlite", "postgres") else ()
+    own = (
+        (f"workflows_{dialect}", f"retention_{dialect}")
+        if dialect in ("sqlite", "postgres")
+        else ()
+    )
     for file in (dialect, *own):
         for name, sql in _sections(file, paramstyle).items():
             if name in queries:

@@ -40,6 +40,10 @@ KEY_LOOKS = 64
 """A keyed type's claim looks at most this many keys more than the jobs it wants: a key at
 its limit costs one look, and the next claim goes on from where this one stopped."""
 WAIT_STEP = 0.1
+INCREMENTAL = 2
+"""``PRAGMA auto_vacuum``'s answer for INCREMENTAL."""
+VACUUM_PAGES = 2000
+"""Free pages one pruned batch hands back to the file system at most (8 MB of 4 KB pages)."""
 """A write waits for another writer's lock in steps this long, looking between them for a
 lock the calling thread holds itself (which no wait can end)."""
 
@@ -492,7 +496,23 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
         return results
 
     def _prune_batch(self, cutoff: Any, batch: int) -> int:
-        return self._retire("prunable", {"cutoff": cutoff, "batch": batch})
+        deleted = self._retire("prunable", {"cutoff": cutoff, "batch": batch})
+        if deleted:
+            self._give_space_back(deleted)
+        return deleted
+
+    def _prune_retained_batch(self, params: dict[str, Any]) -> int:
+        return self._retire("retained_prunable", params)
+
+    def _give_space_back(self, pruned: int) -> None:
+        """With ``auto_vacuum=INCREMENTAL`` (every database tickq creates), hand up to
+        ``VACUUM_PAGES`` free pages back to the file system: a few ms, in its own short
+        write. A database made before keeps its free pages for reuse (see docs/jobs.md)."""
+        conn = self._connection()
+        with self._errors():
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
+                # A script: stepped once, as execute() does, it frees a single page.
+                conn.executescript(f"PRAGMA incremental_vacuum({VACUUM_PAGES})")
 
     def _retire(self, select: str, params: dict[str, Any]) -> int:
         """Delete the finished jobs the query ``select`` picks, and their attempts, having
@@ -506,6 +526,9 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
 
     @contextmanager
     def _migrating(self, conn: sqlite3.Connection) -> Iterator[None]:
+        if not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            # Only before the first table: pruning then gives the file's space back.
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         self._execute(conn, "PRAGMA journal_mode=WAL")  # outside a transaction
         with self._transaction(conn):  # BEGIN IMMEDIATE: one migrating process at a time
             yield

@@ -1,0 +1,58 @@
+-- Retention (migration 20): the background pruning duty, see tickq/retention.py.
+
+-- name: claim_retention
+-- The pass is this process's when it is due (or no process ever took one); it holds it
+-- until :hold_until (a process that dies mid-pass hands it on then). Answers now.
+INSERT INTO tickq_retention (id, due_at, owner) VALUES (1, :hold_until, :owner)
+ON CONFLICT (id) DO UPDATE SET due_at = excluded.due_at, owner = excluded.owner
+WHERE tickq_retention.due_at <= :now
+RETURNING :now
+
+-- name: end_retention_pass
+-- Behind: due again at once (the next tick or worker step takes the next batch), the
+-- pass's count growing; caught up: due after the interval.
+UPDATE tickq_retention
+SET due_at = CASE WHEN :behind THEN :now ELSE :next END,
+    pruned = CASE WHEN behind THEN pruned + :pruned ELSE :pruned END,
+    behind = :behind, last_pruned_at = :now
+WHERE id = 1 AND owner = :owner
+
+-- name: retention_state
+SELECT due_at, owner, last_pruned_at, pruned, behind FROM tickq_retention WHERE id = 1
+
+-- name: retained_prunable
+-- One batch of finished jobs past their status's retention (NULL: kept forever), in one
+-- queue (:queue) or in all but those with rules of their own (:others). Never a job
+-- enqueued with keep=True, nor one of a workflow run that has not ended (its driver or
+-- a step's job).
+SELECT j.id FROM tickq_jobs j
+WHERE j.finished_at < :oldest AND j.status IN ('done', 'failed', 'cancelled')
+  AND ((j.status = 'done' AND j.finished_at < :done)
+       OR (j.status = 'failed' AND j.finished_at < :failed)
+       OR (j.status = 'cancelled' AND j.finished_at < :cancelled))
+  AND (:queue IS NULL OR j.queue = :queue)
+  AND (:others IS NULL OR j.queue NOT IN (SELECT value FROM json_each(:others)))
+  AND (j.meta IS NULL OR json_extract(j.meta, '$.keep') IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM tickq_workflow_runs r
+                  WHERE r.id = j.id AND r.status IN ('running', 'waiting'))
+  AND NOT EXISTS (SELECT 1 FROM tickq_workflow_steps s
+                  JOIN tickq_workflow_runs r ON r.id = s.run_id
+                  WHERE s.job_id = j.id AND r.status IN ('running', 'waiting'))
+LIMIT :batch
+
+-- name: wf_prune_retained_steps
+-- The steps of one batch of ended workflow runs past their status's retention.
+DELETE FROM tickq_workflow_steps WHERE run_id IN (
+    SELECT id FROM tickq_workflow_runs
+    WHERE (status = 'done' AND finished_at < :done) OR (status = 'failed' AND finished_at < :failed)
+       OR (status = 'cancelled' AND finished_at < :cancelled)
+    LIMIT :batch)
+
+-- name: wf_prune_retained_runs
+DELETE FROM tickq_workflow_runs WHERE id IN (
+    SELECT id FROM tickq_workflow_runs r
+    WHERE ((status = 'done' AND finished_at < :done)
+           OR (status = 'failed' AND finished_at < :failed)
+           OR (status = 'cancelled' AND finished_at < :cancelled))
+      AND NOT EXISTS (SELECT 1 FROM tickq_workflow_steps s WHERE s.run_id = r.id)
+    LIMIT :batch)
