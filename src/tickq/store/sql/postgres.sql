@@ -514,8 +514,7 @@ SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused}
-FROM tickq_jobs WHERE status = 'pending'
+       (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -532,17 +531,15 @@ SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused}
-FROM tickq_jobs WHERE status = 'pending'
+       (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= COALESCE(CAST(:now AS timestamptz), now()) THEN 1 END) - {@due_paused},
+SELECT (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused},
        (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        COALESCE(CAST(:now AS timestamptz), now())
-FROM tickq_jobs WHERE status = 'pending'
 
 -- name: enqueue_schedule
 -- Moves the schedule's cursor only from the value the tick read (or creates it when the

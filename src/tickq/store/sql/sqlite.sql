@@ -495,16 +495,14 @@ CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
 SELECT 'now', NULL, :now, NULL
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
-       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), count(CASE WHEN run_after <= :now THEN 1 END) - {@due_paused}
-FROM tickq_jobs WHERE status = 'pending'
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now) - {@due_paused}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT count(CASE WHEN run_after <= :now THEN 1 END) - {@due_paused},
+SELECT (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now) - {@due_paused},
        (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), :now
-FROM tickq_jobs WHERE status = 'pending'
 
 -- name: advance_schedule
 -- Moves the schedule's cursor only from the value the tick read (or creates it when the

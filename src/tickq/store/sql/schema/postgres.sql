@@ -50,6 +50,8 @@ CREATE TABLE tickq_jobs (
 -- Claiming: only pending rows are indexed, so millions of done rows cost nothing.
 CREATE INDEX tickq_jobs_claim ON tickq_jobs (priority DESC, run_after, id)
     WHERE status = 'pending';
+-- A tick's backlog read: the earliest due time and the due count, future jobs unread.
+CREATE INDEX tickq_jobs_due ON tickq_jobs (run_after) WHERE status = 'pending';
 -- Rescuing jobs whose worker stopped renewing its lease.
 CREATE INDEX tickq_jobs_lease ON tickq_jobs (lease_expires_at) WHERE status = 'running';
 -- Unique jobs, enforced by the database: one active job per key...
