@@ -5,15 +5,18 @@ with one WARNING line (issue 23, "Also"). Real Postgres, a real held transaction
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
 
 from tickq import Queue
+from tickq.testing import FrozenClock
 
 
 @pytest.fixture
@@ -85,3 +88,119 @@ def test_an_anonymous_health_check_counts_held_transactions_without_naming_them(
     assert database["long_transactions_count"] >= 1
     assert database["oldest_transaction_seconds"] >= 0.3
     assert len(ours(trusted.json()["database"], name)) == 1  # the tick's token: the detail
+
+
+# -- looked for while jobs flow (issue 27, "Under a long transaction") ------------------
+@contextmanager
+def held_open(url: str, name: str) -> Iterator[int]:
+    """A REPEATABLE READ transaction on a connection of its own, its snapshot taken (it
+    holds vacuum's horizon) and older than the queue's 0.3 s threshold; its pid."""
+    with psycopg.connect(url, autocommit=True, application_name=name) as holder:
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM tickq_jobs")
+        time.sleep(0.4)
+        yield holder.info.backend_pid
+        holder.execute("ROLLBACK")
+
+
+def warned_of(caplog: pytest.LogCaptureFixture, pid: int) -> list[logging.LogRecord]:
+    return [r for r in caplog.records
+            if r.levelno == logging.WARNING and f"(pid {pid}," in r.getMessage()]  # fmt: skip
+
+
+@pytest.fixture
+def frozen_pg_queue(pg_schema_url: str) -> Iterator[tuple[Queue, FrozenClock]]:
+    clock = FrozenClock()
+    q = Queue(pg_schema_url, clock=clock)
+    q.migrate()
+    q._runtime.store.long_transaction_seconds = 0.3  # type: ignore[attr-defined]
+    q.job(name="work")(lambda: None)
+    yield q, clock
+    q.close()
+
+
+def test_process_jobs_looks_once_a_minute_while_jobs_flow_and_warns_once(
+    frozen_pg_queue: tuple[Queue, FrozenClock], pg_schema_url: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    q, clock = frozen_pg_queue
+    tag = uuid.uuid4().hex[:8]
+    caplog.set_level(logging.WARNING, logger="tickq")
+    with held_open(pg_schema_url, f"tickq-first-{tag}") as first:
+        q.enqueue("work", {})
+        assert q.process_jobs()["succeeded"] == 1
+        (line,) = warned_of(caplog, first)
+        message = line.getMessage()
+        assert f"tickq-first-{tag}" in message and "has been open" in message
+        assert "pg_terminate_backend" in message
+        assert getattr(line, "event", None) == "long_transaction"
+        with held_open(pg_schema_url, f"tickq-second-{tag}") as second:
+            q.enqueue("work", {})
+            assert q.process_jobs()["succeeded"] == 1
+            assert not warned_of(caplog, second), "looked again within the minute"
+            clock.advance(seconds=61)
+            assert q.process_jobs()["claimed"] == 0
+            assert not warned_of(caplog, second), "looked while no job flowed"
+            q.enqueue("work", {})
+            assert q.process_jobs()["succeeded"] == 1
+            assert len(warned_of(caplog, second)) == 1, "jobs flow, the minute is over"
+            clock.advance(seconds=61)
+            q.enqueue("work", {})
+            q.process_jobs()
+            assert len(warned_of(caplog, first)) == 1, "one WARNING per transaction"
+            assert len(warned_of(caplog, second)) == 1
+
+
+def test_a_tick_that_runs_jobs_looks_and_an_empty_one_does_not(
+    frozen_pg_queue: tuple[Queue, FrozenClock], pg_schema_url: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    q, _clock = frozen_pg_queue
+    q._runtime.horizon_every = 5.0
+    caplog.set_level(logging.WARNING, logger="tickq")
+    with held_open(pg_schema_url, f"tickq-tick-{uuid.uuid4().hex[:8]}") as pid:
+        assert q.tick()["jobs"]["claimed"] == 0
+        assert not warned_of(caplog, pid), "an empty tick looked"
+        q.enqueue("work", {})
+        assert q.tick()["jobs"]["succeeded"] == 1
+        assert len(warned_of(caplog, pid)) == 1
+
+
+def test_a_transaction_without_a_snapshot_is_named_but_not_warned_of(
+    pg_queue: Queue, pg_schema_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = f"tickq-test-nosnap-{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_schema_url, autocommit=True, application_name=name) as idle:
+        idle.execute("BEGIN")  # READ COMMITTED, no statement since: no snapshot, no xid
+        idle.execute("SELECT 1")
+        time.sleep(0.4)
+        with caplog.at_level(logging.WARNING, logger="tickq"):
+            (named,) = ours(pg_queue.health()["database"], name)
+        assert named["holds_snapshot"] is False
+        assert not warned_of(caplog, idle.info.backend_pid)
+        idle.execute("ROLLBACK")
+
+
+def test_a_worker_warns_of_a_held_horizon_while_jobs_flow(
+    pg_schema_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    q = Queue(pg_schema_url)
+    q.migrate()
+    q._runtime.store.long_transaction_seconds = 0.3  # type: ignore[attr-defined]
+    q.job(name="work")(lambda: None)
+    stop = threading.Event()
+    caplog.set_level(logging.WARNING, logger="tickq")
+    with held_open(pg_schema_url, f"tickq-worker-{uuid.uuid4().hex[:8]}") as pid:
+        worker = threading.Thread(target=q.run_worker, kwargs={"stop": stop}, daemon=True)
+        worker.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not warned_of(caplog, pid) and time.monotonic() < deadline:
+                q.enqueue("work", {})
+                time.sleep(0.1)
+            assert len(warned_of(caplog, pid)) == 1
+        finally:
+            stop.set()
+            worker.join(30)
+    assert not worker.is_alive()
+    q.close()

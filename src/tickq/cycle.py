@@ -11,6 +11,7 @@ from collections import deque
 from time import monotonic, sleep
 
 from .execute import execute
+from .horizon import look_at_horizon
 from .job import OUTCOMES
 from .logger import INFO, WARNING, held_lines, log
 from .outbox import Outbox
@@ -109,6 +110,7 @@ def run_cycle(
                 line.extend(jobs)
         finally:
             line.give_back()
+    look_at_horizon(runtime, report["claimed"] > 0)  # at most once a minute, while jobs flow
     report["held"] = outbox.count()
     report["duration_ms"] = round((monotonic() - started) * 1000, 3)
     return report

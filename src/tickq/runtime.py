@@ -61,6 +61,8 @@ class Runtime:
 
         self.retention: Retention | None = DEFAULT_RETENTION
         self.prune_not_before = 0.0  # monotonic: no look at the pruning pass before
+        self.horizon_every = 60.0  # seconds between looks for a held horizon (tickq.horizon)
+        self.horizon_not_before = 0.0  # monotonic: no look for a held horizon before
 
     @property
     def clock(self) -> Clock:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .cycle import new_report, record_and_claim, release, rescue
 from .errors import SchemaMissing
 from .held import Holdings
+from .horizon import look_at_horizon
 from .job import BACK_IN_LINE
 from .lease import LeaseKeeper
 from .listener import Listener
@@ -107,6 +108,7 @@ class Worker:
         # finished. The lease keeper and the pool read and mark the same records.
         self.holdings = Holdings()
         self._listening = False
+        self._claimed_before = 0  # report["claimed"] at the last step: did jobs flow since?
         self._heard_lock = threading.Lock()
         self._heard_due = float("inf")  # monotonic: a job heard of comes due (not yet paced)
         self._trouble = Trouble("database")
@@ -171,6 +173,7 @@ class Worker:
             self._rescue()
         self._exchange()
         self._prune()
+        self._look_at_horizon()
         if not self._listening:
             # LISTEN once the schema is known to be there: on an unmigrated database the
             # loop's one-line SchemaMissing is the whole story, no trouble from a thread.
@@ -385,6 +388,14 @@ class Worker:
         self.report["pruned"] = self.report.get("pruned", 0) + prune_due(self.runtime, False)
         if self.runtime.prune_not_before == 0.0:  # behind: the next step goes on
             self._wake.set()
+
+    def _look_at_horizon(self) -> None:
+        """At most once per ``horizon_every`` while jobs flow (some were claimed since the
+        last step): a transaction held open long elsewhere gets its WARNING.
+        An idle worker claims nothing, so it never looks."""
+        claimed = self.report["claimed"]
+        look_at_horizon(self.runtime, claimed > self._claimed_before)
+        self._claimed_before = claimed
 
     def _idle_for(self) -> float:
         if self._stop.is_set():

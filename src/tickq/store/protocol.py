@@ -162,6 +162,12 @@ class Reads(Protocol):
         """SQLite: the write-ahead log's size and the disk's free space; Postgres:
         transactions held open long (``long_transactions``)."""
 
+    watches_horizon: bool
+
+    def long_transactions(self) -> list[dict[str, Any]]:
+        """Postgres: the transactions open longer than ``long_transaction_seconds``, a
+        WARNING for each that holds vacuum's horizon (once); elsewhere none, no query."""
+
     def totals(self) -> list[tuple[str, str, str, str, int, float]]: ...
 
     def failure_summary(

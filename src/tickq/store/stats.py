@@ -67,6 +67,14 @@ class StatsQueries(Plumbing):
         open long (``long_transactions``)."""
         return {}
 
+    watches_horizon = False
+    """Whether ``long_transactions`` asks the database anything (Postgres: it does)."""
+
+    def long_transactions(self) -> list[dict[str, Any]]:
+        """Postgres: the transactions held open longer than a minute (see
+        ``store.horizon``); elsewhere none, and no query."""
+        return []
+
     def totals(self) -> list[TotalsRow]:
         """Finished attempts as (queue, type, outcome, le, attempts, seconds), one row per
         duration bucket (not cumulative): the live table plus what pruning rolled up."""
