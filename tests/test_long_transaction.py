@@ -204,3 +204,35 @@ def test_a_worker_warns_of_a_held_horizon_while_jobs_flow(
             worker.join(30)
     assert not worker.is_alive()
     q.close()
+
+
+def test_every_dashboard_page_shows_a_banner_naming_the_held_transaction(
+    pg_queue: Queue, pg_schema_url: str
+) -> None:
+    import httpx
+
+    from dashboard_serving import serving
+    from test_dashboard_http import PASSWORD, login
+    from tickq.dashboard import Dashboard
+
+    pg_queue.job(name="work")(lambda: None)
+    job_id = pg_queue.enqueue("work", {})
+    dashboard = Dashboard(pg_queue, password=PASSWORD)
+    pages = ["/tickq/", "/tickq/jobs", "/tickq/jobs?status=failed", "/tickq/schedules",
+             "/tickq/workflows", f"/tickq/jobs/{job_id}"]  # fmt: skip
+    name = f"tickq-dash-{uuid.uuid4().hex[:8]}"
+    with serving(pg_queue.asgi_app(dashboard=dashboard)) as base, httpx.Client() as client:
+        assert login(client, base).status_code in (200, 303)
+        assert name not in client.get(base + "/tickq/").text  # (others' may show: same db)
+        dashboard._held = None  # the 10 s reuse of the last look, over
+        with held_open(pg_schema_url, name) as pid:
+            for path in pages:
+                page = client.get(base + path, timeout=30)
+                assert page.status_code == 200, path
+                banner = page.text.split('id="held-horizon"', 1)[1].split("</div>", 1)[0]
+                assert f"pid {pid}" in banner and name in banner, path
+                assert "has been open" in banner and "pg_terminate_backend" in banner
+        login_page = httpx.get(base + "/tickq/login", timeout=30)
+        assert 'id="held-horizon"' not in login_page.text, "only for those logged in"
+        dashboard._held = None
+        assert name not in client.get(base + "/tickq/").text

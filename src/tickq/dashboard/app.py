@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from functools import cached_property
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -103,6 +104,7 @@ class Dashboard:
         self.proxies = access.check_proxies(trusted_proxies)
         secret = secret_key or access.env_secret()
         self.guard = access.Access(queue._store, password or None, secret, self.now)
+        self._held: tuple[float, list[dict[str, Any]]] | None = None
 
     # -- where it answers ---------------------------------------------------------------
     @cached_property
@@ -423,14 +425,33 @@ class Dashboard:
         response.headers.append(("Retry-After", str(RETRY_AFTER_SECONDS)))
         return response
 
+    def held_horizon(self) -> list[dict[str, Any]]:
+        """The transactions held open long that hold vacuum's horizon (Postgres), for the
+        banner on every page: looked up at most once per ``HELD_EVERY`` seconds per
+        dashboard (one small query), never on SQLite; a failed look shows none."""
+        store = self.queue._store
+        if not store.watches_horizon:
+            return []
+        now = monotonic()
+        if self._held is None or now - self._held[0] >= HELD_EVERY:
+            try:
+                found = [t for t in store.long_transactions() if t["holds_snapshot"]]
+            except Exception as exc:
+                log.warning("tickq dashboard: could not look for long transactions: %s", exc)
+                found = []
+            self._held = (now, found)
+        return self._held[1]
+
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
         forms = template not in ("error.html", "closed.html")  # these have none
+        nav = context.pop("nav", "")
         body = render(
             template, url=request.url, base=request.base, path=request.path,
             query=request.query, read_only=self.read_only,
             csrf=self.csrf(request, template) if forms else "",
             can_logout=self.own_login,
-            refresh=self.refresh_seconds, status=status, nav=context.pop("nav", ""),
+            refresh=self.refresh_seconds, status=status, nav=nav,
+            held=self.held_horizon() if nav else [],
             **context,
         )  # fmt: skip
         return Response(status, body, [("Content-Type", "text/html; charset=utf-8"),
@@ -445,6 +466,8 @@ class Dashboard:
                                        ("X-Content-Type-Options", "nosniff")])  # fmt: skip
 
 
+HELD_EVERY = 10.0
+"""Seconds a dashboard reuses its last look for transactions held open long."""
 CSRF_PROBLEM = "the form's CSRF token is missing or stale: reload the page and try again"
 SECURITY_HEADERS = (
     ("Cache-Control", "no-store"),
