@@ -59,3 +59,19 @@ def test_bad_arguments_get_a_one_line_error(args: list[str], message: str) -> No
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.timeout(90)
+def test_the_horizon_bench_runs_on_postgres_with_a_short_holder() -> None:
+    from conftest import PG_URL, require_postgres
+
+    require_postgres()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "horizon.py"), "--holder", "4", "--rate", "40",
+         "--no-scans", "--postgres-url", PG_URL],
+        capture_output=True, text=True, timeout=80, env=tickq_env(), cwd=str(ROOT),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = {line.split(":", 1)[0].strip(): line for line in done.stdout.splitlines()}
+    assert "jobs/s" in lines["baseline"] and "empty tick p50" in lines["baseline"]
+    assert "recovery" in lines["holder"] and "warnings" in lines["holder"]

@@ -304,8 +304,9 @@ def database_lines(database: dict[str, Any]) -> list[str]:
                      f"{'unknown' if free is None else _mb(free)}")  # fmt: skip
     for t in database.get("long_transactions", ()):
         lines.append(f"transaction open {t['age_seconds']:.0f}s: pid {t['pid']} "
-                     f"({t['application_name'] or 'no application_name'}, {t['state']}); "
-                     "it holds back vacuum and slows every tick")  # fmt: skip
+                     f"({t['application_name'] or 'no application_name'}, {t['state']})"
+                     + ("; it holds back vacuum and slows every tick"
+                        if t.get("holds_snapshot", True) else "; no snapshot held"))  # fmt: skip
     return lines
 
 

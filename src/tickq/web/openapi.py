@@ -209,9 +209,11 @@ SCHEMAS: dict[str, Any] = {
             "stale_after_seconds": {"type": "number"},
             "now": {"type": "string", "format": "date-time"},
             "database": {"type": "object", "description": (
-                "SQLite: wal_bytes, wal_bound_bytes, disk_free_bytes; Postgres: "
-                "long_transactions (pid, age_seconds, application_name, state), each "
-                "open longer than a minute")},
+                "SQLite: wal_bytes, wal_bound_bytes, disk_free_bytes; Postgres, to the "
+                "tick's token: long_transactions (pid, age_seconds, application_name, "
+                "state, holds_snapshot: whether it holds back vacuum's xmin horizon), "
+                "each open longer than a minute, the oldest first; to anyone else only "
+                "long_transactions_count and oldest_transaction_seconds")},
             "message": {"type": "string"},
             "error": {"type": "string"},
         },
