@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from test_dashboard_browser import browser  # noqa: F401  (the real Chromium fixture)
 from tickq import Queue
 from tickq.testing import FrozenClock
 
@@ -236,3 +237,26 @@ def test_every_dashboard_page_shows_a_banner_naming_the_held_transaction(
         assert 'id="held-horizon"' not in login_page.text, "only for those logged in"
         dashboard._held = None
         assert name not in client.get(base + "/tickq/").text
+
+
+def test_the_banner_is_seen_in_a_real_browser(
+    pg_queue: Queue,
+    pg_schema_url: str,
+    browser: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    from dashboard_serving import serving
+    from test_dashboard_browser import PASSWORD
+
+    name = f"tickq-browser-{uuid.uuid4().hex[:8]}"
+    app = pg_queue.asgi_app(dashboard={"password": PASSWORD, "refresh_seconds": 0})
+    with held_open(pg_schema_url, name) as pid, serving(app) as base:
+        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.set_default_timeout(10_000)
+        page.goto(f"{base}/tickq/")
+        page.get_by_label("Dashboard password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{base}/tickq/")
+        banner = page.get_by_role("alert").filter(has_text=name)
+        assert banner.is_visible()
+        assert f"pid {pid}" in banner.inner_text()
+        page.context.close()
