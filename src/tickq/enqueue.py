@@ -6,6 +6,7 @@ are validated once, at enqueue, the same on SQLite and Postgres.
 
 from __future__ import annotations
 
+import json  # loaded already: tickq.payload imports from json
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -54,8 +55,6 @@ def new_job(
         definition.check_payload(payload or {})
     chosen = options or DEFAULT_ENQUEUE_OPTIONS
     own = definition.options if definition is not None else DEFAULT_JOB_OPTIONS
-    import json
-
     if chosen.keep:
         meta = {**(meta or {}), "keep": True}
     return NewJob(
