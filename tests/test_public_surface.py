@@ -227,3 +227,35 @@ def test_no_public_module_says_it_is_internal(name: str) -> None:
     module = name if name in tickq._PUBLIC_MODULES else name.rpartition(".")[0]
     doc = importlib.import_module(module).__doc__ or ""
     assert not doc.startswith("Internal:"), f"{module} is public; its docstring says internal"
+
+
+IMPORT = re.compile(r"^\s*from (tickq(?:\.[\w.]+)?) import \(?([\w, \n]+?)\)?$", re.M)
+
+
+def documented_imports() -> Iterator[tuple[str, str, str]]:
+    """(page, module, name) of each ``from tickq... import name`` in the docs, the README and
+    the examples' own code (their tests may reach inside)."""
+    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+    pages += [p for p in sorted((ROOT / "examples").rglob("*.py")) if "test" not in p.name
+              and "dj_tests" not in p.parts]  # fmt: skip
+    for page in pages:
+        for m in IMPORT.finditer(page.read_text()):
+            for name in m[2].replace("\n", " ").split(","):
+                if name.strip():
+                    yield str(page.relative_to(ROOT)), m[1], name.split(" as ")[0].strip()
+
+
+def test_the_docs_import_only_the_public_surface() -> None:
+    """What a reader copies from the docs must be public: a page importing from an internal
+    module (``tickq.retention`` before it was listed) would break on the next refactor."""
+    found = list(documented_imports())
+    assert len(found) > 40, "the pattern no longer finds the docs' imports"
+    wrong = []
+    for page, module, name in found:
+        if module == "tickq":
+            ok = name in tickq.__all__
+        else:
+            ok = module in tickq._PUBLIC_MODULES and name in importlib.import_module(module).__all__
+        if not ok:
+            wrong.append(f"{page}: from {module} import {name}")
+    assert not wrong, "documented imports outside the public surface:\n" + "\n".join(wrong)

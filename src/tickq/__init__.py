@@ -66,6 +66,8 @@ _PUBLIC_MODULES = (
     "tickq.logfmt",
     "tickq.metrics",
     "tickq.plan",
+    "tickq.plan.hosts",
+    "tickq.retention",
     "tickq.retry",
     "tickq.schedulers",
     "tickq.testing",

@@ -18,6 +18,8 @@ from datetime import timedelta
 
 from .errors import ConfigurationError
 
+__all__ = ["Retention"]
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping

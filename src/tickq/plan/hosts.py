@@ -25,6 +25,8 @@ from .grid import CANDIDATES, phases_meeting
 if TYPE_CHECKING:
     from . import Plan
 
+__all__ = ["HostCost", "host_costs"]
+
 
 @dataclass(frozen=True)
 class Host:
