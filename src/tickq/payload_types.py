@@ -11,7 +11,7 @@ annotated on a job was imported by the job's own module already.
 
 from __future__ import annotations
 
-from .payload_codecs import PLAIN_TYPES, Refused
+from .payload import PLAIN_TYPES, Refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
