@@ -36,6 +36,7 @@ from .queue import Queue
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .workflow.context import WorkflowContext
+del TYPE_CHECKING  # not a name of the package
 
 __all__ = [
     "Cancel",
@@ -96,3 +97,7 @@ def __getattr__(name: str) -> object:
         globals()[name] = WorkflowContext
         return WorkflowContext
     raise AttributeError(f"module 'tickq' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
