@@ -48,11 +48,21 @@ class Unreadable(dict):  # type: ignore[type-arg]
         return f"Unreadable({self.reason!r})"
 
 
-class _Refused(Exception):
+PLAIN_TYPES = (str, int, float, bool, type(None))
+"""The JSON leaves a payload carries as they are."""
+
+
+class Refused(Exception):
+    """A value a payload can't carry, or that does not fit its parameter's annotation (typed
+    payloads, ``payload_codecs``); ``path`` is filled in on the way out."""
+
     def __init__(self, what: str) -> None:
         super().__init__(what)
         self.what = what
         self.path: list[str] = []
+
+    def where(self, root: str) -> str:
+        return root + "".join(reversed(self.path))
 
 
 def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
@@ -68,8 +78,8 @@ def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
         payload = dict(payload)
     try:
         _check_dict(payload, 1)
-    except _Refused as refused:
-        where = "payload" + "".join(reversed(refused.path))
+    except Refused as refused:
+        where = refused.where("payload")
         if len(where) > 80:
             where = f"{where[:40]}...{where[-30:]}"
         raise TypeError(f"{where} of job {job_type!r} {refused.what}") from None
@@ -103,31 +113,31 @@ def _check(value: Any, depth: int) -> None:
     if kind is int:
         if -_INT_BOUND < value < _INT_BOUND:
             return
-        raise _Refused(f"is an int of more than {MAX_INT_DIGITS} digits; pass it as a str")
+        raise Refused(f"is an int of more than {MAX_INT_DIGITS} digits; pass it as a str")
     if kind is float:
         if value - value == 0.0:  # finite
             return
-        raise _Refused(f"is {value!r}, which JSON can't carry; pass None or a str instead")
+        raise Refused(f"is {value!r}, which JSON can't carry; pass None or a str instead")
     if kind is dict:
         return _check_dict(value, depth + 1)
     if kind is list:
         return _check_list(value, depth + 1)
-    raise _Refused(_unsupported(value))
+    raise Refused(_unsupported(value))
 
 
 def _check_dict(value: dict[Any, Any], depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise _Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
+        raise Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
     key: Any = None
     try:
         for key, item in value.items():
             if type(key) is not str:
-                raise _Refused(
+                raise Refused(
                     f"has a key of type {type(key).__name__} ({_short(key)}); JSON keys are "
                     "strings, so pass str keys (the job would receive the key changed)"
                 )
             _check(item, depth)
-    except _Refused as refused:
+    except Refused as refused:
         if type(key) is str:
             refused.path.append(f"[{key!r}]")
         raise
@@ -135,12 +145,12 @@ def _check_dict(value: dict[Any, Any], depth: int) -> None:
 
 def _check_list(value: list[Any], depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise _Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
+        raise Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
     i = 0
     try:
         for i in range(len(value)):
             _check(value[i], depth)
-    except _Refused as refused:
+    except Refused as refused:
         refused.path.append(f"[{i}]")
         raise
 
