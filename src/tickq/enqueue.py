@@ -97,18 +97,23 @@ class JobKind:
         own = self.own
         if chosen.keep:
             meta = {**(meta or {}), "keep": True}
-        return NewJob(
-            type=job_type, payload_json=payload_json,
-            queue=own.queue if chosen.queue is None else chosen.queue,
-            priority=own.priority if chosen.priority is None else chosen.priority,
-            max_attempts=own.max_attempts if chosen.max_attempts is None else chosen.max_attempts,
-            run_after=due_at(clock, chosen.run_after), unique_key=chosen.unique_key,
-            unique_scope=chosen.unique_scope if chosen.unique_key is not None else None,
-            meta_json=json.dumps(dict(meta)) if meta else None,
-            concurrency_key=(concurrency_key_of(job_type, own.concurrency_key, payload or {})
-                             if self.keyed else None),
-            unregistered=definition is None,
-        )  # fmt: skip
+        run_after = chosen.run_after
+        unique_key = chosen.unique_key
+        return NewJob(  # by position, in NewJob._fields' order (keywords cost 0.4 µs a job)
+            job_type,
+            payload_json,
+            own.queue if chosen.queue is None else chosen.queue,
+            own.priority if chosen.priority is None else chosen.priority,
+            own.max_attempts if chosen.max_attempts is None else chosen.max_attempts,
+            None if run_after is None else due_at(clock, run_after),
+            unique_key,
+            None if unique_key is None else chosen.unique_scope,
+            json.dumps(dict(meta)) if meta else None,
+            concurrency_key_of(job_type, own.concurrency_key, payload or {})
+            if self.keyed
+            else None,
+            definition is None,
+        )
 
     def fits(self, payload: Any) -> bool:
         """True when ``check_payload`` would accept ``payload`` (a ``dict`` of str keys);

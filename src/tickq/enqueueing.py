@@ -175,7 +175,7 @@ class Enqueueing:
     def _batch_job(self, item: Any, kinds: dict[str, JobKind], clock: Clock) -> NewJob:
         """One item of ``enqueue_many``'s jobs as a checked row."""
         job_type, payload, *rest = item
-        options, meta = batch_options(*rest)
+        options, meta = batch_options(*rest) if rest else (DEFAULT_ENQUEUE_OPTIONS, None)
         kind = kinds.get(job_type)
         if kind is None:
             kind = kinds[job_type] = self._runtime.job_kind(job_type)
