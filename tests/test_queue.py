@@ -252,6 +252,11 @@ def test_enqueue_many_names_the_index_of_the_job_it_refuses_and_stores_none(
         ), raised.value
     with pytest.raises(TypeError, match=r"payload\['user_id'\] is str '3', not int \(enqueue"):
         queue.enqueue_many(refused[TypeError])
+
+    class Name(str): ...
+
+    with pytest.raises(TypeError, match=r"job type must be a str.*index 1; none stored"):
+        queue.enqueue_many([good[0], (Name("send"), {"user_id": 2})])  # not the cached "send"
     assert queue.stats()["by_status"]["pending"] == 0, "nothing half-stored"
     assert len(queue.enqueue_many(good * 3)) == 6
 

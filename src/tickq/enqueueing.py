@@ -175,20 +175,11 @@ class Enqueueing:
     def _batch_job(self, item: Any, kinds: dict[str, JobKind], clock: Clock) -> NewJob:
         """One item of ``enqueue_many``'s jobs as a checked row."""
         job_type, payload, *rest = item
-        options, meta = batch_options(*rest) if rest else (DEFAULT_ENQUEUE_OPTIONS, None)
-        kind = kinds.get(job_type)
+        options, meta = options_and_meta(**rest[0]) if rest else (DEFAULT_ENQUEUE_OPTIONS, None)
+        kind = kinds.get(job_type) if type(job_type) is str else None  # a str subclass: refused
         if kind is None:
             kind = kinds[job_type] = self._runtime.job_kind(job_type)
         return kind.new_job(clock, payload, options, meta)
-
-
-def batch_options(
-    options: dict[str, Any] | None = None,
-) -> tuple[EnqueueOptions, Mapping[str, Any] | None]:
-    """An ``enqueue_many`` item's options (what ``_new_job`` takes) and its ``meta``."""
-    if not options:
-        return DEFAULT_ENQUEUE_OPTIONS, None
-    return options_and_meta(**options)
 
 
 def options_and_meta(
@@ -202,6 +193,7 @@ def options_and_meta(
     keep: bool = False,
     meta: Mapping[str, Any] | None = None,
 ) -> tuple[EnqueueOptions, Mapping[str, Any] | None]:
+    """An ``enqueue_many`` item's options (what ``_new_job`` takes) and its ``meta``."""
     options = EnqueueOptions(
         run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
         priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
