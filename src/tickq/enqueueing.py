@@ -174,8 +174,12 @@ class Enqueueing:
 
     def _batch_job(self, item: Any, kinds: dict[str, JobKind], clock: Clock) -> NewJob:
         """One item of ``enqueue_many``'s jobs as a checked row."""
-        job_type, payload, *rest = item
-        options, meta = options_and_meta(**rest[0]) if rest else (DEFAULT_ENQUEUE_OPTIONS, None)
+        if type(item) is tuple and len(item) == 2:  # most items: no list built for *rest
+            job_type, payload = item
+            options, meta = DEFAULT_ENQUEUE_OPTIONS, None
+        else:
+            job_type, payload, *rest = item
+            options, meta = options_and_meta(**rest[0]) if rest else (DEFAULT_ENQUEUE_OPTIONS, None)
         kind = kinds.get(job_type) if type(job_type) is str else None  # a str subclass: refused
         if kind is None:
             kind = kinds[job_type] = self._runtime.job_kind(job_type)
