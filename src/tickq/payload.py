@@ -10,7 +10,7 @@ non-string keys are refused: JSON would hand the job something else.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from json import JSONEncoder, loads
+from json import JSONEncoder, encoder, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,6 +22,14 @@ MAX_INT_DIGITS = 4300
 """Python's default limit for turning an int into text and back (``sys.int_info``)."""
 
 _encode = JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_make_encoder: Any = getattr(encoder, "c_make_encoder", None)  # None without _json
+_encode_checked = (
+    # _encode's C encoder built once (JSONEncoder.encode builds one per call), for payloads
+    # checked already: no circular check (they nest at most MAX_DEPTH), no default.
+    _make_encoder(None, None, encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    if _make_encoder is not None
+    else None
+)
 _INT_BOUND = 10**MAX_INT_DIGITS
 _JSON_NAMES = {"list": "array", "str": "string", "NoneType": "null", "bool": "boolean"}
 _HINTS = {
@@ -84,6 +92,41 @@ def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
             where = f"{where[:40]}...{where[-30:]}"
         raise TypeError(f"{where} of job {job_type!r} {refused.what}") from None
     return _encode(payload)
+
+
+def dump_plain(payload: Any) -> str | None:
+    """``dump_payload``'s JSON for a ``dict`` payload it accepts, else None (call
+    ``dump_payload`` for the error): the same checks, a loop of its own over the top level
+    (``enqueue_many`` runs it per job)."""
+    if type(payload) is not dict:
+        return None
+    for key, value in payload.items():
+        kind = type(value)
+        if type(key) is not str:
+            return None
+        if kind is str or kind is bool or value is None:
+            continue
+        if kind is int:
+            if -_INT_BOUND < value < _INT_BOUND:
+                continue
+            return None
+        if kind is float:
+            if value - value == 0.0:
+                continue
+            return None
+        if not _fits(value):
+            return None
+    if _encode_checked is None:
+        return _encode(payload)
+    return "".join(_encode_checked(payload, 0))
+
+
+def _fits(value: Any) -> bool:
+    try:
+        _check(value, 1)
+    except Refused:
+        return False
+    return True
 
 
 def load_payload(text: str | None) -> dict[str, Any]:
