@@ -9,6 +9,7 @@ non-string keys are refused: JSON would hand the job something else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from json import JSONEncoder, encoder, loads
 
@@ -31,6 +32,9 @@ _encode_checked = (
     else None
 )
 _INT_BOUND = 10**MAX_INT_DIGITS
+_JOINED = re.compile("[\ud800-\udbff][\udc00-\udfff]").search
+"""A high surrogate then a low one: JSON (and jsonb) can only spell them as the one
+character they stand for, so such a str would not arrive as it was sent."""
 _JSON_NAMES = {"list": "array", "str": "string", "NoneType": "null", "bool": "boolean"}
 _HINTS = {
     "tuple": "pass a list",
@@ -102,9 +106,13 @@ def dump_plain(payload: Any) -> str | None:
         return None
     for key, value in payload.items():
         kind = type(value)
-        if type(key) is not str:
+        if type(key) is not str or not (key.isascii() or _JOINED(key) is None):
             return None
-        if kind is str or kind is bool or value is None:
+        if kind is str:
+            if value.isascii() or _JOINED(value) is None:
+                continue
+            return None
+        if kind is bool or value is None:
             continue
         if kind is int:
             if -_INT_BOUND < value < _INT_BOUND:
@@ -151,7 +159,9 @@ def load_payload(text: str | None) -> dict[str, Any]:
 
 def _check(value: Any, depth: int) -> None:
     kind = type(value)
-    if kind is str or kind is bool or value is None:
+    if kind is str:
+        return _check_str(value)
+    if kind is bool or value is None:
         return
     if kind is int:
         if -_INT_BOUND < value < _INT_BOUND:
@@ -179,11 +189,30 @@ def _check_dict(value: dict[Any, Any], depth: int) -> None:
                     f"has a key of type {type(key).__name__} ({_short(key)}); JSON keys are "
                     "strings, so pass str keys (the job would receive the key changed)"
                 )
+            if not key.isascii() and _JOINED(key) is not None:
+                bad, key = key, None  # the key itself: no path below it
+                raise Refused(f"has a key {bad!r} that " + _joined_pair(bad))
             _check(item, depth)
     except Refused as refused:
         if type(key) is str:
             refused.path.append(f"[{key!r}]")
         raise
+
+
+def _check_str(value: str) -> None:
+    if not value.isascii() and _JOINED(value) is not None:
+        raise Refused(_joined_pair(value))
+
+
+def _joined_pair(value: str) -> str:
+    pair = _JOINED(value)
+    assert pair is not None
+    joined = pair.group().encode("utf-16", "surrogatepass").decode("utf-16")
+    return (
+        f"holds a surrogate pair as two characters ({pair.group()!r} at index {pair.start()}), "
+        f"which JSON can only deliver as the one character it stands for ({joined!r}); "
+        "pass the joined text: s.encode('utf-16', 'surrogatepass').decode('utf-16')"
+    )
 
 
 def _check_list(value: list[Any], depth: int) -> None:
