@@ -20,7 +20,8 @@ unit |`` row per figure):
 - ``drain``: completed jobs/s of ``process_jobs(limit=100)`` draining jobs from a backlog
   of 0, 100k and ``--rows`` due jobs.
 - ``latency``: enqueue -> start p50/p99 at ``--rate`` jobs/s into a worker (a thread).
-- ``wal`` (Postgres): WAL bytes and commits per completed job at that steady rate.
+- ``wal`` (Postgres): WAL bytes (this database's records, read with pg_walinspect) and
+  commits per completed job at that steady rate.
   tickq has no switch for NOTIFY (every enqueue statement sends one ``pg_notify`` per
   queue, sent once per transaction), so there is no on/off figure.
 - ``bloat``: dead tuples, table and index sizes after ``--minutes`` at ``--rate`` with a
@@ -202,6 +203,12 @@ class PostgresBackend(Backend):
         self.databases: list[str] = []
         self.admin(lambda conn: conn.execute("SELECT 1"))  # fails early when unreachable
 
+    @staticmethod
+    def psycopg_module() -> Any:
+        import psycopg
+
+        return psycopg
+
     def admin(self, action: Callable[[Any], Any]) -> Any:
         with self.psycopg.connect(self.server_url, autocommit=True, connect_timeout=5) as conn:
             return action(conn)
@@ -376,7 +383,8 @@ def reads(run: Run) -> None:
     pages = ["/", "/jobs", "/jobs?status=pending", "/jobs?status=running",
              "/jobs?status=done", "/jobs?status=failed", "/jobs?status=cancelled",
              "/jobs?queue=default", "/jobs?queue=reports", "/jobs?type=flaky",
-             "/jobs?status=failed&type=flaky", f"/jobs?q=%23{failed}", f"/jobs/{failed}"]  # fmt: skip
+             "/jobs?status=failed&type=flaky", f"/jobs?q=%23{failed}",
+             f"/jobs/{failed}"]  # fmt: skip
     for path in pages:
         calls[f"dashboard {path}"] = page_getter(dashboard, path)
     name = run.backend.name
@@ -524,36 +532,58 @@ def latency(run: Run) -> None:
     run.report.figure("latency", name, "completed jobs/s", len(ms) / result["wall"], "jobs/s")
 
 
+# The WAL records of one database between two LSNs (pg_walinspect): those touching its
+# relations, and those of the transactions that did (their commit records).
+WAL_OF_DATABASE = """
+    WITH r AS (SELECT CAST(xid AS text) AS x, record_length, block_ref
+               FROM pg_get_wal_records_info(CAST(%(start)s AS pg_lsn), CAST(%(end)s AS pg_lsn))),
+         mine AS (SELECT DISTINCT x FROM r WHERE block_ref LIKE %(rel)s AND x <> '0')
+    SELECT coalesce(sum(record_length) FILTER (WHERE block_ref LIKE %(rel)s
+                                               OR m.x IS NOT NULL), 0),
+           coalesce(sum(record_length), 0)
+    FROM r LEFT JOIN mine AS m ON m.x = r.x"""
+
+
 def wal(run: Run) -> None:
+    """WAL and commits per completed job at a steady rate. The server's WAL holds every
+    database's writes, so the figure is this database's WAL records, read back with
+    pg_walinspect; a temporary physical slot keeps the run's WAL until it is read."""
     name = run.backend.name
     if name != "postgres":
         return
     url = run.backend.fresh()
-    database = urlsplit(url).path.lstrip("/")
-    counters = ("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, xact_commit FROM "
-                f"pg_stat_database WHERE datname = '{database}'")  # fmt: skip
+    counters = ("SELECT CAST(pg_current_wal_lsn() AS text), xact_commit FROM pg_stat_database "
+                "WHERE datname = current_database()")  # fmt: skip
 
-    def read() -> tuple[int, int]:
+    def read() -> tuple[str, int]:
         time.sleep(1.1)  # pg_stat_database is flushed by each backend within a second
         lsn, commits = run.backend.sql(url, counters)[0]
-        return int(lsn), int(commits)
+        return str(lsn), int(commits)
 
-    # An idle interval of the same length first: the WAL others write on this server.
-    idle_before = read()
-    time.sleep(min(run.seconds / 2, 10))
-    idle_after = read()
-    idle_wal_per_s = (idle_after[0] - idle_before[0]) / (min(run.seconds / 2, 10) + 1.1)
-    result, before = steady(url, run.rate, run.seconds, retention=False, before=read)
-    after = read()
+    psycopg = PostgresBackend.psycopg_module()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        (oid,) = admin.execute("SELECT oid FROM pg_database "
+                               "WHERE datname = current_database()").fetchone()  # fmt: skip
+        slot = f"tickq_scale_{uuid.uuid4().hex[:8]}"
+        admin.execute("SELECT pg_create_physical_replication_slot(%s, true, true)", (slot,))
+        result, before = steady(url, run.rate, run.seconds, retention=False, before=read)
+        after = read()
+        ours, everyone = admin.execute(
+            WAL_OF_DATABASE, {"start": before[0], "end": after[0], "rel": f"%/{oid}/%"}
+        ).fetchone()
     jobs = len(result["called"])
-    wal_bytes, commits = after[0] - before[0], after[1] - before[1]
+    seconds = result["wall"]
     run.report.conditions("wal", name, f"{jobs:,} jobs at {run.rate:g}/s (one enqueue each, "
-                          "a worker thread, concurrency 4); WAL is the server's (other "
-                          f"databases' writes included: {idle_wal_per_s:,.0f} bytes/s idle "
-                          "before the run); commits are this database's; NOTIFY: tickq has "
-                          "no switch for it, so no on/off figure")  # fmt: skip
-    run.report.figure("wal", name, "WAL bytes per completed job", wal_bytes / jobs, "bytes")
-    run.report.figure("wal", name, "commits per completed job", commits / jobs, "commits")
+                          "a worker thread, concurrency 4, its idle polls included); WAL: "
+                          "the sum of this database's WAL records (pg_walinspect); the whole "
+                          f"server wrote {everyone / seconds:,.0f} bytes/s meanwhile; commits: "
+                          "pg_stat_database.xact_commit of this database; NOTIFY: tickq has no "
+                          "switch for it (one pg_notify per queue per enqueue statement, "
+                          "identical ones sent once a transaction): no on/off figure")  # fmt: skip
+    run.report.figure("wal", name, "WAL bytes per completed job", ours / jobs, "bytes")
+    run.report.figure("wal", name, "commits per completed job", (after[1] - before[1]) / jobs,
+                      "commits")  # fmt: skip
 
 
 def bloat(run: Run) -> None:
