@@ -553,8 +553,9 @@ def wal(run: Run) -> None:
     if name != "postgres":
         return
     url = run.backend.fresh()
-    counters = ("SELECT CAST(pg_current_wal_lsn() AS text), xact_commit FROM pg_stat_database "
-                "WHERE datname = current_database()")  # fmt: skip
+    # The flush LSN: pg_walinspect refuses an end past it (others' writes may be unflushed).
+    counters = ("SELECT CAST(pg_current_wal_flush_lsn() AS text), xact_commit "
+                "FROM pg_stat_database WHERE datname = current_database()")  # fmt: skip
 
     def read() -> tuple[str, int]:
         time.sleep(1.1)  # pg_stat_database is flushed by each backend within a second
