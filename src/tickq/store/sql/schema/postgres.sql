@@ -499,7 +499,10 @@ $$;
 -- (NULL: all) for a claim to start at once: limited types first, through
 -- tickq_due_limited; paused queues skipped. A keyed type's job without a key (enqueued
 -- before the type had one) is claimed as if the type were unlimited: never stranded. With no queue paused and no limit declared it
--- is one walk of the claim index (two probes of empty tables more).
+-- is one walk of the claim index (two probes of empty tables more). First, one probe of
+-- the due index (schema 26): with nothing due it returns at once, since the claim index,
+-- in priority order, can't stop at the first job not due yet and would read every
+-- pending job's entry (100,000 jobs due tomorrow: 495 buffers for an empty claim).
 CREATE FUNCTION tickq_due(lim integer, queues text[], at timestamptz)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE
@@ -509,6 +512,12 @@ AS $$
 DECLARE
     taken integer := 0;
 BEGIN
+    -- min(): the due index's first entry, whatever the plan (an EXISTS with the time as a
+    -- parameter got a generic plan that scanned the table).
+    IF COALESCE((SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending')
+                > COALESCE(at, now()), true) THEN
+        RETURN;  -- nothing due (or nothing pending): see the comment above
+    END IF;
     IF EXISTS (SELECT 1 FROM tickq_limits) THEN
         RETURN QUERY SELECT tickq_due_limited(lim, queues, at);
         GET DIAGNOSTICS taken = ROW_COUNT;
@@ -537,7 +546,7 @@ BEGIN
 END
 $$;
 
--- tickq_due for claims ahead of a worker's free slots: the same walk, skipping jobs once
+-- tickq_due for claims ahead of a worker's free slots (the same probe first): the same walk, skipping jobs once
 -- refunded (ahead = 2) and paused queues; limited types are claimed ahead within their
 -- room, through tickq_due_limited (a job claimed ahead counts as running until it ends;
 -- with a rate limit, as started at the latest time it may start: `wait` seconds from
@@ -553,6 +562,12 @@ AS $$
 DECLARE
     taken integer;
 BEGIN
+    -- min(): the due index's first entry, whatever the plan (an EXISTS with the time as a
+    -- parameter got a generic plan that scanned the table).
+    IF COALESCE((SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending')
+                > COALESCE(at, now()), true) THEN
+        RETURN;  -- nothing due (or nothing pending): see the comment above
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM tickq_limits) AND NOT EXISTS (SELECT 1 FROM tickq_paused) THEN
         RETURN QUERY
         SELECT id FROM tickq_jobs
