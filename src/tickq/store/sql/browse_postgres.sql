@@ -49,8 +49,8 @@ SELECT id, substr(last_error, 1, 300) FROM tickq_jobs WHERE id = ANY(CAST(:ids A
 SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LIMIT :limit
 
 -- name: browse_delete
--- A finished job and its attempts go; what they counted is first added to tickq_totals,
--- as prune does, so processed totals never go down.
+-- A finished job and its attempts go; what they counted stays in tickq_totals, as for
+-- prune, so processed totals never go down.
 WITH doomed AS (
     SELECT id FROM tickq_jobs
     WHERE id = :id AND status IN ('done', 'failed', 'cancelled')

@@ -54,5 +54,5 @@ SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LI
 
 -- name: browse_finished
 -- The job the dashboard deletes, if it is finished (SQLiteStore._retire does the rest, as
--- for prune: totals rolled up, attempts and job deleted, in one transaction).
+-- for prune: attempts and job deleted, in one transaction).
 SELECT id FROM tickq_jobs WHERE id = :id AND status IN ('done', 'failed', 'cancelled')

@@ -334,35 +334,19 @@ SELECT {job_columns_j} FROM j, LATERAL (
 
 -- name: retire_doomed
 -- Not a query: the tail of a statement whose CTE "doomed" picks finished jobs to delete
--- (prune, the dashboard's delete). Their attempts are first added to tickq_totals, so
--- processed totals and the duration histogram never go down. Included as {@retire_doomed}.
+-- (prune, the dashboard's delete). What they counted stays in tickq_totals (triggers
+-- added it as they finished, migration 24); deleting a done job adds one to tickq_pruned.
+-- Included as {@retire_doomed}.
 d AS (
     DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
-    RETURNING id, queue, type, status, attempted_at, finished_at, duration),
+    RETURNING id),
 a AS (
-    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d)
-    RETURNING job_id, outcome, started_at, finished_at, duration),
-durations AS (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
-    FROM d WHERE status = 'done'
-    UNION ALL
-    SELECT d.queue, d.type, a.outcome,
-           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
-    FROM a JOIN d ON d.id = a.job_id),
-r AS (
-    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
-    SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
-    FROM durations GROUP BY 1, 2, 3, 4
-    ON CONFLICT (queue, type, outcome, le) DO UPDATE
-    SET attempts = tickq_totals.attempts + excluded.attempts,
-        seconds = tickq_totals.seconds + excluded.seconds)
+    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d))
 SELECT id FROM d
 
 -- name: prune
--- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
--- and the duration histogram never go down.
+-- What pruned rows counted stays in tickq_totals, so processed totals and the duration
+-- histogram never go down.
 WITH doomed AS (
     SELECT id FROM tickq_jobs
     WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
@@ -443,23 +427,6 @@ DELETE FROM tickq_limits WHERE type = ANY(CAST(:types AS text[]))
 -- name: channel
 -- The LISTEN channel insert notifies: named after this table's oid (see insert).
 SELECT 'tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid)
-
--- name: totals
--- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
--- pruning rolled up.
-SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
-    FROM tickq_jobs WHERE status = 'done'
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id) AS d
-GROUP BY 1, 2, 3, 4
-UNION ALL
-SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
 
 -- name: count_failed
 SELECT count(*) FROM tickq_jobs

@@ -381,27 +381,6 @@ SELECT id FROM tickq_jobs
 WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
 LIMIT :batch
 
--- name: roll_up_totals
--- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
--- and the duration histogram never go down.
-INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
-SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
-    FROM tickq_jobs WHERE status = 'done' AND id IN (SELECT value FROM json_each(:ids))
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
-    WHERE a.job_id IN (SELECT value FROM json_each(:ids)))
-WHERE true
-GROUP BY 1, 2, 3, 4
-ON CONFLICT (queue, type, outcome, le) DO UPDATE
-SET attempts = tickq_totals.attempts + excluded.attempts,
-    seconds = tickq_totals.seconds + excluded.seconds
-
 -- name: prune_attempts
 DELETE FROM tickq_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
 
@@ -536,23 +515,6 @@ SELECT offset FROM tickq_clocks WHERE domain = :clock AND seen >= :mono - :windo
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1), :now
-
--- name: totals
--- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
--- pruning rolled up.
-SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
-    FROM tickq_jobs WHERE status = 'done'
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id)
-GROUP BY 1, 2, 3, 4
-UNION ALL
-SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
 
 -- name: count_failed
 SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND (:type IS NULL OR type = :type)
