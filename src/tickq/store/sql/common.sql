@@ -34,25 +34,6 @@ SELECT job_id, abs(attempt), started_at, finished_at, outcome, error, duration F
     FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0) AS h
 ORDER BY abs(attempt), started_at, k
 
--- name: counts
--- Jobs by queue, status and type without reading the history: open jobs through their
--- partial indexes (claim, lease, stopped), done jobs from the counters the triggers keep
--- (migration 24): every job that became done less those deleted.
-SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'pending'
-GROUP BY queue, status, type
-UNION ALL
-SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'running'
-GROUP BY queue, status, type
-UNION ALL
-SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
-GROUP BY queue, status, type
-UNION ALL
-SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
-    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
-    UNION ALL
-    SELECT queue, type, -jobs FROM tickq_pruned) AS d
-GROUP BY queue, type HAVING sum(n) <> 0
-
 -- name: totals
 -- Every finished attempt by (queue, type, outcome, duration bucket), pruned ones too:
 -- kept by triggers as attempts end (migration 24); on Postgres in shards, summed by the

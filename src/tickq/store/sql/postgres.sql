@@ -353,6 +353,25 @@ WITH doomed AS (
     LIMIT :batch),
 {@retire_doomed}
 
+-- name: counts
+-- Jobs by queue, status and type without reading the history: open jobs through their
+-- partial indexes (claim, lease, stopped), done jobs from the counters the triggers keep
+-- (migration 24): every job that became done less those deleted.
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'pending'
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'running'
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
+    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
+    UNION ALL
+    SELECT queue, type, -jobs FROM tickq_pruned) AS d
+GROUP BY queue, type HAVING sum(n) <> 0
+
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs
 WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())
@@ -465,11 +484,15 @@ CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
            AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
      ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
 
--- name: due_paused
--- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
--- no queue is paused.
-(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
- WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= COALESCE(CAST(:now AS timestamptz), now()))
+-- name: due_count
+-- (A fragment.) How many jobs are due now outside paused queues, counted up to 1000 rows
+-- (tickq.store.ticks.DUE_COUNT_CAP; 1000 means "1000 or more"): a tick reads at most that
+-- many index entries, however large the backlog.
+(SELECT count(*) FROM (
+    SELECT 1 FROM tickq_jobs j
+    WHERE j.status = 'pending' AND j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue)
+    LIMIT 1000) AS due)
 
 -- name: tick_state
 -- Everything a tick needs to know before it starts, in one round trip: the time, the
@@ -481,7 +504,7 @@ SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused}
+       {@due_count}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -498,12 +521,12 @@ SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused}
+       {@due_count}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused},
+SELECT {@due_count},
        (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        COALESCE(CAST(:now AS timestamptz), now())

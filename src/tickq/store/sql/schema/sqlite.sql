@@ -70,6 +70,10 @@ CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
     WHERE status IN ('failed', 'cancelled');
 -- Jobs of one type, newest first (keyset pages), and the recent alert deliveries.
 CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
+-- Jobs of one queue, newest first (the dashboard's queue filter, keyset pages).
+CREATE INDEX tickq_jobs_queue ON tickq_jobs (queue, id);
+-- Pending jobs by queue and type, counted from the index alone (stats(), the dashboard).
+CREATE INDEX tickq_jobs_pending ON tickq_jobs (queue, type, status) WHERE status = 'pending';
 -- Search by unique key, whatever the job's status or scope.
 CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
 -- A keyed type's pending jobs by key, in claim order within each key: the claim steps
