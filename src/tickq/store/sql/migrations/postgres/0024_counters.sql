@@ -4,6 +4,10 @@
 -- writes it; pruning no longer adds anything. Rows are split in 8 shards by backend, so
 -- workers finishing jobs of one type at once seldom wait on one row's lock.
 -- tickq_pruned counts the done jobs deleted: jobs done now = done totals - pruned.
+-- No job moves while the counters are filled in: writers wait here (about a second per
+-- million rows), so none is counted twice or missed by the triggers made below.
+LOCK TABLE tickq_jobs, tickq_attempts IN SHARE ROW EXCLUSIVE MODE;
+
 CREATE FUNCTION tickq_duration_bucket(seconds double precision) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN (CASE WHEN seconds IS NULL THEN '0.005' WHEN seconds <= 0.005 THEN '0.005' WHEN seconds <= 0.01 THEN '0.01' WHEN seconds <= 0.025 THEN '0.025' WHEN seconds <= 0.05 THEN '0.05'
