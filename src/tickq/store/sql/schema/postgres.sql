@@ -154,27 +154,24 @@ RETURN (CASE WHEN seconds IS NULL THEN '0.005' WHEN seconds <= 0.005 THEN '0.005
     WHEN seconds <= 60 THEN '60.0' WHEN seconds <= 120 THEN '120.0' WHEN seconds <= 300 THEN '300.0' WHEN seconds <= 600 THEN '600.0'
     WHEN seconds <= 1800 THEN '1800.0' WHEN seconds <= 3600 THEN '3600.0' ELSE '+Inf' END);
 
--- Attempt rows, counted per statement (a rescue writes many at once).
+-- An attempt row (row by row: a finish that succeeds inserts none and pays nothing here).
 CREATE FUNCTION tickq_count_attempts() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    took double precision := COALESCE(NEW.duration,
+        CAST(EXTRACT(EPOCH FROM NEW.finished_at - NEW.started_at) AS float8));
 BEGIN
     INSERT INTO tickq_totals AS t (queue, type, outcome, le, shard, attempts, seconds)
-    SELECT j.queue, j.type, a.outcome, tickq_duration_bucket(a.seconds),
-           pg_backend_pid() % 8, count(*), sum(COALESCE(a.seconds, 0))
-    FROM (SELECT job_id, outcome,
-                 COALESCE(duration, CAST(EXTRACT(EPOCH FROM finished_at - started_at) AS float8))
-                 AS seconds
-          FROM tickq_attempts_added) AS a
-    JOIN tickq_jobs j ON j.id = a.job_id
-    GROUP BY 1, 2, 3, 4
+    SELECT j.queue, j.type, NEW.outcome, tickq_duration_bucket(took), pg_backend_pid() % 8,
+           1, COALESCE(took, 0)
+    FROM tickq_jobs j WHERE j.id = NEW.job_id
     ON CONFLICT (queue, type, outcome, le, shard) DO UPDATE
-    SET attempts = t.attempts + excluded.attempts, seconds = t.seconds + excluded.seconds;
+    SET attempts = t.attempts + 1, seconds = t.seconds + excluded.seconds;
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER tickq_count_attempts AFTER INSERT ON tickq_attempts
-REFERENCING NEW TABLE AS tickq_attempts_added
-FOR EACH STATEMENT EXECUTE FUNCTION tickq_count_attempts();
+FOR EACH ROW EXECUTE FUNCTION tickq_count_attempts();
 
 -- A job that became done (a job never leaves done but to be deleted).
 CREATE FUNCTION tickq_count_done() RETURNS trigger
