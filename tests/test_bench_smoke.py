@@ -75,3 +75,33 @@ def test_the_horizon_bench_runs_on_postgres_with_a_short_holder() -> None:
     lines = {line.split(":", 1)[0].strip(): line for line in done.stdout.splitlines()}
     assert "jobs/s" in lines["baseline"] and "empty tick p50" in lines["baseline"]
     assert "recovery" in lines["holder"] and "warnings" in lines["holder"]
+
+
+SCALE_SECTIONS = {
+    "sqlite": {"hot", "reads", "due", "drain", "latency", "bloat"},
+    "postgres": {"hot", "reads", "due", "drain", "latency", "wal", "bloat"},
+}
+
+
+@pytest.mark.timeout(120)
+def test_the_scale_bench_prints_every_section_on_both_backends() -> None:
+    from conftest import PG_URL, require_postgres
+
+    require_postgres()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "scale.py"), "--quick", "--postgres-url", PG_URL],
+        capture_output=True, text=True, timeout=100, env=tickq_env(), cwd=str(ROOT),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures: dict[str, set[str]] = {"sqlite": set(), "postgres": set()}
+    conditions = {line.split(":")[0] for line in done.stdout.splitlines() if line.startswith("## ")}
+    for line in done.stdout.splitlines():
+        if line.startswith("| "):
+            section, backend, _, value, unit = (c.strip() for c in line.strip("| ").split("|"))
+            assert float(value.replace(",", "")) > 0, line
+            assert unit, line
+            figures[backend].add(section)
+    assert figures == SCALE_SECTIONS, done.stdout
+    assert conditions == {f"## {s} on {b}" for b, ss in SCALE_SECTIONS.items() for s in ss}
+    assert "load average" in done.stdout and "autovacuum=" in done.stdout
+    assert "counts every due row: " in done.stdout

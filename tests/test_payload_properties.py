@@ -8,6 +8,7 @@ examples are derandomised, so CI runs the same ones every time.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -19,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tickq import Queue
+from tickq import JobContext, Queue
 from tickq.job_options import INT_MAX, INT_MIN
-from tickq.payload import MAX_DEPTH
+from tickq.payload import MAX_DEPTH, dump_payload
 
 PROPERTY = settings(
     max_examples=int(os.environ.get("TICKQ_HYPOTHESIS_EXAMPLES", "100")),
@@ -109,7 +110,12 @@ def values(hostile: bool) -> st.SearchStrategy[Any]:
 
 def plain(value: Any, depth: int = 1) -> bool:
     """What tickq promises to carry exactly: written independently of tickq.payload."""
-    if value is None or type(value) in (str, bool):
+    if type(value) is str:  # no high surrogate before a low one: JSON would join them
+        return not any(
+            "\ud800" <= a <= "\udbff" and "\udc00" <= b <= "\udfff"
+            for a, b in itertools.pairwise(value)
+        )
+    if value is None or type(value) is bool:
         return True
     if type(value) is int:
         return len(str(abs(value))) <= 4300
@@ -119,7 +125,7 @@ def plain(value: Any, depth: int = 1) -> bool:
         return depth < MAX_DEPTH and all(plain(v, depth + 1) for v in value)
     if type(value) is dict:
         return depth < MAX_DEPTH and all(
-            type(k) is str and plain(v, depth + 1) for k, v in value.items()
+            type(k) is str and plain(k) and plain(v, depth + 1) for k, v in value.items()
         )
     return False
 
@@ -152,6 +158,58 @@ def test_every_plain_payload_arrives_exactly_on_both_backends(
     for got in pair.run():
         assert [repr(g) for g in got] == [repr(payload)]
         assert [list(g) for g in got] == [list(payload)]
+
+
+def _full_checks(q: Queue, job_type: str, payload: Any) -> tuple[str, str]:
+    """What the full checks decide, written out: ``dump_payload``, then the fit."""
+    definition = q._definition(job_type)
+    try:
+        text = dump_payload(payload, job_type)
+        definition.check_payload(payload or {})
+    except (TypeError, ValueError) as exc:
+        return "refused", f"{type(exc).__name__}: {exc}"
+    return "stored", text
+
+
+def _enqueue_path(q: Queue, job_type: str, payload: Any) -> tuple[str, str]:
+    kind = q._runtime.job_kind(job_type)
+    try:
+        return "stored", kind.new_job(q._runtime.clock, payload).payload_json
+    except (TypeError, ValueError) as exc:
+        return "refused", f"{type(exc).__name__}: {exc}"
+
+
+FIT_KEYS = st.sampled_from(["n", "name", "tags", "ratio", "ctx", "extra"]) | KEYS
+
+
+@PROPERTY
+@given(
+    job_type=st.sampled_from(["typed", "loose", "bare"]),
+    payload=st.none()
+    | st.dictionaries(FIT_KEYS | st.integers(0, 2), values(hostile=True), max_size=5)
+    | st.dictionaries(FIT_KEYS, SCALARS | NOT_JSON | st.lists(SCALARS, max_size=3), max_size=5),
+)
+def test_the_quick_path_for_plain_payloads_decides_as_the_full_checks(
+    tmp_path: Path, job_type: str, payload: Any
+) -> None:
+    q = Queue(f"sqlite:///{tmp_path / 'unused.db'}")  # no I/O: new_job only
+
+    @q.job(name="typed")
+    def typed(
+        ctx: JobContext,
+        n: int,
+        name: str | None = None,
+        tags: list[str] | None = None,
+        ratio: float = 0.0,
+    ) -> None: ...
+
+    @q.job(name="loose")
+    def loose(ctx: JobContext, n: int, **rest: Any) -> None: ...
+
+    @q.job(name="bare")
+    def bare() -> None: ...
+
+    assert _enqueue_path(q, job_type, payload) == _full_checks(q, job_type, payload)
 
 
 # -- options --------------------------------------------------------------------------------

@@ -238,6 +238,9 @@ BAD_PAYLOADS = [
     ({"a": b"x"}, r"payload\['a'\] .*bytes"),
     ({"a": 10**5000}, r"payload\['a'\] .* more than 4300 digits"),
     ({"a": nested(MAX_DEPTH)}, r"nests deeper than 100 levels"),
+    ({"a": ["ok", "x\ud800\udc00"]},
+     r"payload\['a'\]\[1\] .* surrogate pair as two characters \('\\ud800\\udc00' at index 1\)"),
+    ({"a": {"\udbff\udfff": 1}}, r"payload\['a'\] .* has a key '\\udbff\\udfff' that holds"),
 ]  # fmt: skip
 
 
@@ -247,6 +250,8 @@ def test_bad_payloads_are_refused_naming_the_field(
 ) -> None:
     with pytest.raises(TypeError, match=message):
         queue.enqueue("echo", payload)
+    with pytest.raises(TypeError, match=message):  # its quick path for plain payloads too
+        queue.enqueue_many([("echo", {"fine": 1}), ("echo", payload)])
     assert queue.stats()["by_status"]["pending"] == 0
 
 
@@ -268,7 +273,8 @@ def test_a_context_key_is_refused_for_a_kwargs_job(queue: Queue) -> None:
 # -- exact round trip --------------------------------------------------------------------------
 EXACT = {
     "neg_zero": -0.0, "big_float": 1e16, "tiny": 5e-324, "big_int": 2**70, "neg": -(2**63),
-    "nul": "a\x00b", "surrogate": "\ud800", "emoji": "\U0001f600", "empty": {}, "list": [],
+    "nul": "a\x00b", "surrogate": "\ud800", "low_then_high": "\udc00\ud800",
+    "emoji": "\U0001f600", "empty": {}, "list": [],
     "z": 1, "a": 2, "nested": {"b": 1, "a": [True, False, None, 1.0, 1]}, "": "empty key",
     "ключ": "значение", "with space": "x", "with'quote": '"',
 }  # fmt: skip

@@ -231,6 +231,36 @@ def test_bad_payloads_are_refused_at_enqueue_naming_the_field(queue: Queue) -> N
     assert queue.stats()["by_status"]["pending"] == 0, "nothing half-stored"
 
 
+def test_enqueue_many_names_the_index_of_the_job_it_refuses_and_stores_none(
+    queue: Queue,
+) -> None:
+    @queue.job()
+    def send(user_id: int) -> None: ...
+
+    good = [("send", {"user_id": 1}), ("send", {"user_id": 2})]
+    refused = {
+        TypeError: [*good, ("send", {"user_id": "3"})],
+        UnknownJobType: [good[0], ("sned", {"user_id": 1}), good[1]],
+        ConfigurationError: [*good, *good, ("send", {"user_id": 5}, {"unique_scope": "ever"})],
+    }
+    for error, jobs in refused.items():
+        with pytest.raises(error) as raised:
+            queue.enqueue_many(jobs)
+        index = len(jobs) - 1 if error is not UnknownJobType else 1
+        assert str(raised.value).endswith(
+            f" (enqueue_many: the job at index {index}; none stored)"
+        ), raised.value
+    with pytest.raises(TypeError, match=r"payload\['user_id'\] is str '3', not int \(enqueue"):
+        queue.enqueue_many(refused[TypeError])
+
+    class Name(str): ...
+
+    with pytest.raises(TypeError, match=r"job type must be a str.*index 1; none stored"):
+        queue.enqueue_many([good[0], (Name("send"), {"user_id": 2})])  # not the cached "send"
+    assert queue.stats()["by_status"]["pending"] == 0, "nothing half-stored"
+    assert len(queue.enqueue_many(good * 3)) == 6
+
+
 def test_unregistered_type_fails_visibly_without_hurting_the_caller(
     db_url: str,
     clock: FrozenClock,

@@ -32,7 +32,11 @@ from .errors import (
 )
 from .job import Job, JobState
 from .queue import Queue
-from .workflow.context import WorkflowContext
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .workflow.context import WorkflowContext
+del TYPE_CHECKING  # not a name of the package
 
 __all__ = [
     "Cancel",
@@ -82,3 +86,18 @@ _PUBLIC_TYPES = (
     "tickq.workflow.records.WorkflowRun",
     "tickq.workflow.records.WorkflowStep",
 )
+
+
+def __getattr__(name: str) -> object:
+    """``tickq.WorkflowContext`` is imported when first asked for: a waking host that runs
+    no workflow step does not pay for the module (``import tickq`` on every wake-up)."""
+    if name == "WorkflowContext":
+        from .workflow.context import WorkflowContext
+
+        globals()[name] = WorkflowContext
+        return WorkflowContext
+    raise AttributeError(f"module 'tickq' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

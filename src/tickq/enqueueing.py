@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
     from typing import Any
 
+    from .clock import Clock
+    from .enqueue import JobKind
     from .job import NewJob
     from .runtime import Runtime
 
@@ -156,13 +158,55 @@ class Enqueueing:
         """Store many jobs at once: ``[(type, payload), (type, payload, {options}), ...]``.
 
         One statement per chunk of 1,000 on Postgres, one transaction on SQLite; returns
-        the ids in input order. All or nothing: an invalid job stores none of them.
+        the ids in input order. All or nothing: an invalid job stores none of them, and its
+        error ends with its index in ``jobs``.
         """
-        rows = []
-        for item in jobs:
-            job_type, payload, *rest = item
-            if rest:
-                rows.append(self._new_job(job_type, payload, **rest[0]))
-            else:
-                rows.append(self._runtime.new_job(job_type, payload, DEFAULT_ENQUEUE_OPTIONS))
+        rows: list[NewJob] = []
+        kinds: dict[str, JobKind] = {}  # each type's look-ups, done once per batch
+        clock = self._runtime.clock
+        for index, item in enumerate(jobs):
+            try:
+                rows.append(self._batch_job(item, kinds, clock))
+            except (TypeError, ValueError, LookupError) as exc:
+                at_index(exc, index)
+                raise
         return self._runtime.insert(rows, conn)
+
+    def _batch_job(self, item: Any, kinds: dict[str, JobKind], clock: Clock) -> NewJob:
+        """One item of ``enqueue_many``'s jobs as a checked row."""
+        if type(item) is tuple and len(item) == 2:  # most items: no list built for *rest
+            job_type, payload = item
+            options, meta = DEFAULT_ENQUEUE_OPTIONS, None
+        else:
+            job_type, payload, *rest = item
+            options, meta = options_and_meta(**rest[0]) if rest else (DEFAULT_ENQUEUE_OPTIONS, None)
+        kind = kinds.get(job_type) if type(job_type) is str else None  # a str subclass: refused
+        if kind is None:
+            kind = kinds[job_type] = self._runtime.job_kind(job_type)
+        return kind.new_job(clock, payload, options, meta)
+
+
+def options_and_meta(
+    *,
+    run_after: datetime | timedelta | None = None,
+    unique_key: str | None = None,
+    unique_scope: str = "active",
+    priority: int | None = None,
+    queue: str | None = None,
+    max_attempts: int | None = None,
+    keep: bool = False,
+    meta: Mapping[str, Any] | None = None,
+) -> tuple[EnqueueOptions, Mapping[str, Any] | None]:
+    """An ``enqueue_many`` item's options (what ``_new_job`` takes) and its ``meta``."""
+    options = EnqueueOptions(
+        run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
+        priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
+    )  # fmt: skip
+    return options, meta
+
+
+def at_index(exc: BaseException, index: int) -> None:
+    """End ``exc``'s message with ``enqueue_many``'s index of the job at fault (an error
+    whose arguments are not one message is left as it is)."""
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]} (enqueue_many: the job at index {index}; none stored)",)

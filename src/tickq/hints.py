@@ -36,7 +36,7 @@ _cache: WeakKeyDictionary[Any, dict[str, tuple[str, Check]]] = WeakKeyDictionary
 
 def mismatch(fn: Any, payload: dict[str, Any]) -> str | None:
     """``payload['a'] is str '1', not int`` for the first value that doesn't fit, or None."""
-    checks = _checks(fn)
+    checks = checks_of(fn)
     for key, value in payload.items():
         found = checks.get(key)
         if found is not None and not found[1](value):
@@ -45,7 +45,8 @@ def mismatch(fn: Any, payload: dict[str, Any]) -> str | None:
     return None
 
 
-def _checks(fn: Any) -> dict[str, tuple[str, Check]]:
+def checks_of(fn: Any) -> dict[str, tuple[str, Check]]:
+    """The checks of ``fn``'s simply annotated parameters: name -> (annotation text, check)."""
     try:
         return _cache[fn]
     except (KeyError, TypeError):

@@ -9,8 +9,9 @@ non-string keys are refused: JSON would hand the job something else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from json import JSONEncoder, loads
+from json import JSONEncoder, encoder, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,7 +23,18 @@ MAX_INT_DIGITS = 4300
 """Python's default limit for turning an int into text and back (``sys.int_info``)."""
 
 _encode = JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_make_encoder: Any = getattr(encoder, "c_make_encoder", None)  # None without _json
+_encode_checked = (
+    # _encode's C encoder built once (JSONEncoder.encode builds one per call), for payloads
+    # checked already: no circular check (they nest at most MAX_DEPTH), no default.
+    _make_encoder(None, None, encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    if _make_encoder is not None
+    else None
+)
 _INT_BOUND = 10**MAX_INT_DIGITS
+_JOINED = re.compile("[\ud800-\udbff][\udc00-\udfff]").search
+"""A high surrogate then a low one: JSON (and jsonb) can only spell them as the one
+character they stand for, so such a str would not arrive as it was sent."""
 _JSON_NAMES = {"list": "array", "str": "string", "NoneType": "null", "bool": "boolean"}
 _HINTS = {
     "tuple": "pass a list",
@@ -48,11 +60,21 @@ class Unreadable(dict):  # type: ignore[type-arg]
         return f"Unreadable({self.reason!r})"
 
 
-class _Refused(Exception):
+PLAIN_TYPES = (str, int, float, bool, type(None))
+"""The JSON leaves a payload carries as they are."""
+
+
+class Refused(Exception):
+    """A value a payload can't carry, or that does not fit its parameter's annotation (typed
+    payloads, ``payload_codecs``); ``path`` is filled in on the way out."""
+
     def __init__(self, what: str) -> None:
         super().__init__(what)
         self.what = what
         self.path: list[str] = []
+
+    def where(self, root: str) -> str:
+        return root + "".join(reversed(self.path))
 
 
 def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
@@ -68,12 +90,51 @@ def dump_payload(payload: Mapping[str, Any] | None, job_type: str) -> str:
         payload = dict(payload)
     try:
         _check_dict(payload, 1)
-    except _Refused as refused:
-        where = "payload" + "".join(reversed(refused.path))
+    except Refused as refused:
+        where = refused.where("payload")
         if len(where) > 80:
             where = f"{where[:40]}...{where[-30:]}"
         raise TypeError(f"{where} of job {job_type!r} {refused.what}") from None
     return _encode(payload)
+
+
+def dump_plain(payload: Any) -> str | None:
+    """``dump_payload``'s JSON for a ``dict`` payload it accepts, else None (call
+    ``dump_payload`` for the error): the same checks, a loop of its own over the top level
+    (``enqueue_many`` runs it per job)."""
+    if type(payload) is not dict:
+        return None
+    for key, value in payload.items():
+        kind = type(value)
+        if type(key) is not str or not (key.isascii() or _JOINED(key) is None):
+            return None
+        if kind is str:
+            if value.isascii() or _JOINED(value) is None:
+                continue
+            return None
+        if kind is bool or value is None:
+            continue
+        if kind is int:
+            if -_INT_BOUND < value < _INT_BOUND:
+                continue
+            return None
+        if kind is float:
+            if value - value == 0.0:
+                continue
+            return None
+        if not _fits(value):
+            return None
+    if _encode_checked is None:
+        return _encode(payload)
+    return "".join(_encode_checked(payload, 0))
+
+
+def _fits(value: Any) -> bool:
+    try:
+        _check(value, 1)
+    except Refused:
+        return False
+    return True
 
 
 def load_payload(text: str | None) -> dict[str, Any]:
@@ -98,49 +159,70 @@ def load_payload(text: str | None) -> dict[str, Any]:
 
 def _check(value: Any, depth: int) -> None:
     kind = type(value)
-    if kind is str or kind is bool or value is None:
+    if kind is str:
+        return _check_str(value)
+    if kind is bool or value is None:
         return
     if kind is int:
         if -_INT_BOUND < value < _INT_BOUND:
             return
-        raise _Refused(f"is an int of more than {MAX_INT_DIGITS} digits; pass it as a str")
+        raise Refused(f"is an int of more than {MAX_INT_DIGITS} digits; pass it as a str")
     if kind is float:
         if value - value == 0.0:  # finite
             return
-        raise _Refused(f"is {value!r}, which JSON can't carry; pass None or a str instead")
+        raise Refused(f"is {value!r}, which JSON can't carry; pass None or a str instead")
     if kind is dict:
         return _check_dict(value, depth + 1)
     if kind is list:
         return _check_list(value, depth + 1)
-    raise _Refused(_unsupported(value))
+    raise Refused(_unsupported(value))
 
 
 def _check_dict(value: dict[Any, Any], depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise _Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
+        raise Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
     key: Any = None
     try:
         for key, item in value.items():
             if type(key) is not str:
-                raise _Refused(
+                raise Refused(
                     f"has a key of type {type(key).__name__} ({_short(key)}); JSON keys are "
                     "strings, so pass str keys (the job would receive the key changed)"
                 )
+            if not key.isascii() and _JOINED(key) is not None:
+                bad, key = key, None  # the key itself: no path below it
+                raise Refused(f"has a key {bad!r} that " + _joined_pair(bad))
             _check(item, depth)
-    except _Refused as refused:
+    except Refused as refused:
         if type(key) is str:
             refused.path.append(f"[{key!r}]")
         raise
 
 
+def _check_str(value: str) -> None:
+    if not value.isascii() and _JOINED(value) is not None:
+        raise Refused(_joined_pair(value))
+
+
+def _joined_pair(value: str) -> str:
+    pair = _JOINED(value)
+    assert pair is not None
+    joined = pair.group().encode("utf-16", "surrogatepass").decode("utf-16")
+    return (
+        f"holds a surrogate pair as two characters ({pair.group()!r} at index {pair.start()}), "
+        f"which JSON can only deliver as the one character it stands for ({joined!r}); "
+        "pass the joined text: s.encode('utf-16', 'surrogatepass').decode('utf-16')"
+    )
+
+
 def _check_list(value: list[Any], depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise _Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
+        raise Refused(f"nests deeper than {MAX_DEPTH} levels of dicts and lists")
     i = 0
     try:
         for i in range(len(value)):
             _check(value[i], depth)
-    except _Refused as refused:
+    except Refused as refused:
         refused.path.append(f"[{i}]")
         raise
 

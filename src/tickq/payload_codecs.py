@@ -9,7 +9,7 @@ nothing here imports it first.
 
 from __future__ import annotations
 
-from .payload import _short
+from .payload import PLAIN_TYPES, Refused, _short
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,20 +17,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     Convert = Callable[[Any], Any]
-
-PLAIN_TYPES = (str, int, float, bool, type(None))
-
-
-class Refused(Exception):
-    """A value that does not fit its annotation; ``path`` is filled in on the way out."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
-        self.path: list[str] = []
-
-    def where(self, root: str) -> str:
-        return root + "".join(reversed(self.path))
 
 
 class Codec:

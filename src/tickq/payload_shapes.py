@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import sys
 
+from .payload import PLAIN_TYPES, Refused
 from .payload_codecs import (
     LEAVES,
     PASS,
-    PLAIN_TYPES,
     Codec,
-    Refused,
     dict_of,
     is_exactly,
     list_of,

@@ -11,7 +11,7 @@ annotated on a job was imported by the job's own module already.
 
 from __future__ import annotations
 
-from .payload_codecs import PLAIN_TYPES, Refused
+from .payload import PLAIN_TYPES, Refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -107,7 +107,6 @@ def _at(codec: Codec, value: Any, name: str, job_type: str, external: bool | Non
 
 def typed_parameters(fn: Callable[..., Any], skip: str | None) -> dict[str, Codec]:
     """The codecs of ``fn``'s keyword parameters whose annotation converts."""
-    from .payload_shapes import Builder
     from .signature import parameters
 
     wanted = [
@@ -117,6 +116,8 @@ def typed_parameters(fn: Callable[..., Any], skip: str | None) -> dict[str, Code
     ]
     if not wanted:
         return {}  # unannotated, or simple annotations only: today's plain-JSON rules
+    from .payload_shapes import Builder  # and the codecs: only typed parameters need them
+
     builder = Builder()
     codecs = {}
     for name, note in _resolved(fn, wanted).items():

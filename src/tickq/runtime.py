@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .clock import Clock
+    from .enqueue import JobKind
     from .job import Job, NewJob
     from .job_options import EnqueueOptions
     from .lease import LeaseKeeper
@@ -166,10 +167,14 @@ class Runtime:
         """Validate one job and return the row to insert (no I/O). ``meta`` is tickq's
         own record on the job (a schedule's slot, a webhook's delivery), never a caller's;
         ``external``: the payload is JSON from outside, its typed values in JSON form."""
-        from .enqueue import new_job
+        return self.job_kind(job_type).new_job(self.clock, payload, options, meta, external)
 
-        return new_job(self.registry, self.strict, self.clock, job_type, payload, options, meta,
-                       external)  # fmt: skip
+    def job_kind(self, job_type: str) -> JobKind:
+        """What ``new_job`` looks up about ``job_type``, for many jobs of it; raises for a
+        type that can't be enqueued (unknown to a strict queue, or not a name)."""
+        from .enqueue import job_kind
+
+        return job_kind(self.registry, self.strict, job_type)
 
     def insert(self, jobs: Sequence[NewJob], conn: Any = None) -> list[int]:
         """Store ``jobs``; with ``conn`` in the caller's open transaction."""

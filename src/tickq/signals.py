@@ -7,7 +7,10 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs a waking host's `tickq tick` its import
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @contextmanager

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 
 from tickq import FrozenClock, InvalidTransition, JobNotFound, JobState
+from tickq.job import NewJob
 from tickq.store import Outcome, SqlStore
 
 from .conftest import LEASE, OWNER, job_in, new_job
@@ -98,3 +100,31 @@ def test_a_batch_gets_each_job_its_own_id_in_order_clashes_included(store: SqlSt
     for i in (0, 2, 3, 5):
         job = store.get(ids[i])
         assert job is not None and job.payload == {"n": i}
+
+
+def test_a_batch_stores_each_jobs_own_columns_set_or_left_out(
+    store: SqlStore, clock: FrozenClock
+) -> None:
+    later = clock.now() + timedelta(hours=1)
+
+    def varied(batch: str, n: int) -> list[NewJob]:  # from 12 types: some batches have > 8
+        return [
+            NewJob(f"type{i % 12}", f'{{"n": {i}, "q": "a\\"b\\\\c"}}', f"queue{i % 3}",
+                   i - 5, i + 1, later if i % 2 else None, f"{batch}{i}" if i % 3 else None,
+                   ("all" if i % 2 else "active") if i % 3 else None,
+                   f'{{"slot": {i}}}' if i % 4 else None, f"k{i}" if i % 5 else None)
+            for i in range(n)
+        ]  # fmt: skip
+
+    plain = [new_job(payload=f'{{"n": {i}}}') for i in range(3)]
+    for batch in (varied("a", 20), varied("b", 4), plain):
+        ids = store.insert(batch)
+        for job_id, sent in zip(ids, batch, strict=True):
+            got = store.get(job_id)
+            assert got is not None
+            assert (got.type, got.queue, got.priority, got.max_attempts, got.unique_key) == (
+                sent.type, sent.queue, sent.priority, sent.max_attempts, sent.unique_key
+            )  # fmt: skip
+            assert json.dumps(got.payload) == json.dumps(json.loads(sent.payload_json))
+            assert got.run_after == (sent.run_after or clock.now())
+            assert got.meta == (json.loads(sent.meta_json) if sent.meta_json else {})

@@ -11,10 +11,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from ..errors import TickqError
 from ..redact import redact_text
+
+TYPE_CHECKING = False  # typing costs a waking host's `tickq tick` its import
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 COMMAND_MODULES = ("core", "tick", "scheduler", "plan", "demo", "worker", "inspection", "controls",
                    "dashboard", "workflows")  # fmt: skip

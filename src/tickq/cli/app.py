@@ -6,7 +6,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 
 from ..errors import ConfigurationError
 from ..queue import Queue
@@ -75,6 +74,8 @@ class AppImportFailed(ConfigurationError):
     the frames of their code only (tickq's and importlib's frames are noise to them)."""
 
     def __init__(self, spec: str, exc: BaseException) -> None:
+        import traceback  # only a failing app pays its import (and linecache's, tokenize's)
+
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         super().__init__(f"importing APP {spec!r} failed in your code (traceback above): {error}")
         self.user_traceback = user_traceback(exc)
@@ -82,6 +83,8 @@ class AppImportFailed(ConfigurationError):
 
 def user_traceback(exc: BaseException) -> str:
     """``exc``'s traceback without the frames of tickq and of the import machinery."""
+    import traceback
+
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _machinery(f.filename)]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     return "".join(lines + traceback.format_exception_only(type(exc), exc))

@@ -403,23 +403,46 @@ def bool_array(flags: Sequence[bool]) -> str:
 
 
 def insert_many_params(store: SqlStore, jobs: Sequence[NewJob]) -> dict[str, Any]:
-    """Column arrays for the one-statement bulk insert (``unnest``), as array literals."""
+    """Column arrays for the one-statement bulk insert (``unnest``), as array literals; a
+    column that is NULL in every job is one NULL (``unnest`` pads it with NULLs)."""
     if len(jobs) > CHUNK:
         raise ValueError(f"at most {CHUNK} jobs per bulk insert, got {len(jobs)}")
+    column: dict[str, tuple[Any, ...]] = dict.fromkeys(NewJob._fields, ())
+    column.update(zip(NewJob._fields, zip(*jobs, strict=True), strict=False))  # none: no jobs
     return {
-        "types": text_array([j.type for j in jobs]),
-        "queues": text_array([j.queue for j in jobs]),
-        "payloads": text_array([j.payload_json for j in jobs]),
-        "priorities": number_array([j.priority for j in jobs]),
-        "max_attempts": number_array([j.max_attempts for j in jobs]),
-        "run_afters": text_array([j.run_after.isoformat() if j.run_after else None for j in jobs]),
-        "unique_keys": text_array([j.unique_key for j in jobs]),
-        "unique_scopes": text_array([j.unique_scope for j in jobs]),
-        "metas": text_array([j.meta_json for j in jobs]),
-        "concurrency_keys": text_array([j.concurrency_key for j in jobs]),
-        "unregistereds": bool_array([j.unregistered for j in jobs]),
+        "types": repeated_text_array(column["type"]),
+        "queues": repeated_text_array(column["queue"]),
+        "payloads": text_array(column["payload_json"]),
+        "priorities": number_array(column["priority"]),
+        "max_attempts": number_array(column["max_attempts"]),
+        "run_afters": _or_null(times_array, column["run_after"]),
+        "unique_keys": _or_null(text_array, column["unique_key"]),
+        "unique_scopes": _or_null(repeated_text_array, column["unique_scope"]),
+        "metas": _or_null(text_array, column["meta_json"]),
+        "concurrency_keys": _or_null(text_array, column["concurrency_key"]),
+        "unregistereds": bool_array(column["unregistered"]),
         "now": store._now(),
-    }
+    }  # fmt: skip
+
+
+def times_array(times: Sequence[datetime | None]) -> str:
+    """A Postgres array literal of aware times (ISO 8601 texts)."""
+    return text_array([t.isoformat() if t else None for t in times])
+
+
+def repeated_text_array(texts: Sequence[str | None]) -> str:
+    """``text_array`` of texts that are mostly one value (a batch's job type or queue):
+    each distinct one quoted once."""
+    distinct = set(texts)
+    if len(distinct) > 8:
+        return text_array(texts)
+    quoted = {t: _quoted(t) for t in distinct}
+    return "{" + ",".join([quoted[t] for t in texts]) + "}"
+
+
+def _quoted(text: str | None) -> str:
+    """One element of ``text_array``."""
+    return "NULL" if text is None else '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def text_array(texts: Sequence[str | None]) -> str:
