@@ -21,6 +21,18 @@ if TYPE_CHECKING:
     from .base import SqlStore
 
 OPEN_STATES = ("pending", "running", "failed", "cancelled")
+SQLITE_STATUS_INDEX = {
+    "pending": ("tickq_jobs_due", None),
+    "running": ("tickq_jobs_lease", None),
+    "failed": ("tickq_jobs_stopped", "status IN ('failed', 'cancelled')"),
+    "cancelled": ("tickq_jobs_stopped", "status IN ('failed', 'cancelled')"),
+}
+"""SQLite: a page of jobs of one open status alone (a type or queue has an index of its
+own) takes its ids from that status's partial index (sorting what it holds, newest first)
+and reads only their rows, rather than walking the table newest first until a page
+matched, as the planner does when few or none match or when ANALYZE left an empty index
+no statistics. The second part repeats the index's predicate where SQLite cannot see
+that the status implies it."""
 
 
 def _ready(store: SqlStore) -> SqlStore:
@@ -60,17 +72,18 @@ def _list_query(store: SqlStore, status: str | None, type: bool, queue: bool,
         where += ["type = :type"] if type else []
         where += ["queue = :queue"] if queue else []
         where += ["id < :before_id"] if before else []
-        # SQLite: running jobs through the lease index by name; it would walk the table
-        # newest first when ANALYZE left that index (empty) no statistics.
-        hint = (
-            " INDEXED BY tickq_jobs_lease"
-            if status == "running" and store.dialect == "sqlite"
-            else ""
-        )
         sql = (
-            f"SELECT {column_list(JOB_COLUMNS)} FROM tickq_jobs{hint} "
+            f"SELECT {column_list(JOB_COLUMNS)} FROM tickq_jobs "
             f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT :limit"
         )
+        if status in SQLITE_STATUS_INDEX and store.dialect == "sqlite" and not (type or queue):
+            index, implied = SQLITE_STATUS_INDEX[status]
+            where += [implied] if implied else []
+            sql = (  # the page's ids from the index alone, then only their rows
+                f"SELECT {column_list(JOB_COLUMNS)} FROM tickq_jobs WHERE id IN ("
+                f"SELECT id FROM tickq_jobs INDEXED BY {index} WHERE {' AND '.join(where)} "
+                "ORDER BY id DESC LIMIT :limit) ORDER BY id DESC"
+            )
         store._sql[name] = format_query(sql, store.paramstyle)
     return name
 
