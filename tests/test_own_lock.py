@@ -89,6 +89,15 @@ def test_another_threads_lock_is_waited_for(q: Queue) -> None:
     thread.join(30)
 
 
+def test_a_closed_connection_of_the_caller_is_no_lock(q: Queue) -> None:
+    """A caller's connection closed but still in a variable holds nothing: a write that
+    waits on another thread's lock looks past it (it used to raise ProgrammingError)."""
+    closed = sqlite3.connect(q._store.path)  # type: ignore[attr-defined]
+    closed.close()
+    test_another_threads_lock_is_waited_for(q)
+    assert closed is not None
+
+
 def test_another_processes_lock_past_the_timeout_is_an_outage(tmp_path: Path) -> None:
     q = Queue(f"sqlite:///{tmp_path / 'app.db'}?timeout=0.5")
     q.migrate()

@@ -50,6 +50,17 @@ ON_PURPOSE = {
     "advisory lock per type; SQLite's claim_limited statement runs alone under BEGIN IMMEDIATE",
     "function tickq_due_keyed": "Postgres only: the claim of one keyed type, key by key, "
     "under its type's advisory lock; SQLite runs claim_keyed per key under BEGIN IMMEDIATE",
+    "function tickq_count_attempts": "Postgres only: a trigger's body is a function there; "
+    "SQLite writes it inside its trigger of the same name",
+    "function tickq_count_done": "Postgres only: a trigger's body is a function there",
+    "function tickq_count_pruned": "Postgres only: a trigger's body is a function there",
+    "function tickq_duration_bucket": "Postgres only: the histogram bucket of a duration, for "
+    "the counting triggers; SQLite's triggers write the CASE out",
+    "column tickq_totals.shard": "Postgres only: counters split by backend so concurrent "
+    "finishes seldom wait on one row's lock; SQLite has one writer at a time",
+    "column tickq_pruned.shard": "Postgres only: as tickq_totals.shard",
+    "primary key tickq_totals": "Postgres adds shard (see column tickq_totals.shard)",
+    "primary key tickq_pruned": "Postgres adds shard (see column tickq_pruned.shard)",
 }
 
 

@@ -406,7 +406,8 @@ class Queue(Enqueueing, Inspection, WebFactories, Workflows):
         Runs at most ``limit`` jobs and starts none after ``time_budget`` seconds. Returns
         a JSON-serialisable summary: ``schedules_enqueued`` ([{name, slot, job_id}]),
         ``jobs`` (claimed, succeeded, retried, snoozed, failed, ...), ``remaining_due`` (due jobs
-        left for the next call), ``next_due_at`` (ISO-8601 UTC of the next job or slot, or
+        left for the next call, counted up to 1000: ``remaining_due_exact`` is False when
+        there are at least that many), ``next_due_at`` (ISO-8601 UTC of the next job or slot, or
         None), ``oldest_due_age_seconds``, ``ticked_at`` and ``duration_ms``.
         """
         from .tick import run_tick

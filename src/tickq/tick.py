@@ -17,6 +17,7 @@ from .logger import log
 from .pruning import prune_due
 from .runtime import watching
 from .store import ScheduleMove
+from .store.ticks import DUE_COUNT_CAP
 
 TYPE_CHECKING = False  # typing and schedule (dataclasses) cost a waking host its import
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ def summarise(
         "schedules_enqueued": enqueued,
         "jobs": jobs,
         "remaining_due": due,
+        "remaining_due_exact": due < DUE_COUNT_CAP,
         "next_due_at": min(upcoming).isoformat() if upcoming else None,
         "oldest_due_age_seconds": (
             round((now - earliest).total_seconds(), 3) if due and earliest else None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..job import JobState, split_error
 from ..store import browse
+from ..store.ticks import DUE_COUNT_CAP
 
 if TYPE_CHECKING:
     from ..job import Job
@@ -51,7 +52,8 @@ def overview(q: Queue, expected_interval: timedelta) -> dict[str, Any]:
     return {
         "now": now, "by_status": by_status, "done_exact": exact,
         "by_queue": dict(sorted(by_queue.items())), "chart": chart(hours), "hours": hours,
-        "due": due, "oldest_due": earliest if earliest and earliest <= now else None,
+        "due": due, "due_exact": due < DUE_COUNT_CAP,
+        "oldest_due": earliest if earliest and earliest <= now else None,
         "next_due": earliest if earliest and earliest > now else None,
         "tick": tick_health(q, now, expected_interval),
         "next_slot": next_slot(q, now),

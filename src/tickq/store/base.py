@@ -525,8 +525,8 @@ class SqlStore(
         and the workflow runs that ended before then (with their steps) and the events kept
         past their time.
 
-        What they counted is first added to ``tickq_totals``; ``progress(deleted_so_far)``
-        is called after each batch.
+        What they counted stays in ``tickq_totals`` (kept as they finished);
+        ``progress(deleted_so_far)`` is called after each batch.
         """
         cutoff = self._ts(self.now() - older_than)
         total = 0

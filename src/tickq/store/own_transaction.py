@@ -32,10 +32,17 @@ def own_transaction(path: str, ours: sqlite3.Connection) -> str | None:
             if conn is None or id(conn) in seen:
                 continue
             seen.add(id(conn))
-            if conn.in_transaction and _file_of(conn) == target:
+            if _in_transaction(conn) and _file_of(conn) == target:
                 return f"{name} in {frame.f_code.co_name}()"
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def _in_transaction(conn: sqlite3.Connection) -> bool:
+    try:
+        return conn.in_transaction
+    except sqlite3.ProgrammingError:  # closed: it holds no lock
+        return False
 
 
 def _identity(path: str) -> tuple[int, int]:

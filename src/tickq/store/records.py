@@ -105,7 +105,8 @@ class TickState(Frozen):
     __slots__ = ()
     _fields = ("now", "due", "earliest_pending", "cursors")
     _docs = {
-        "due": "Pending jobs due now.",
+        "due": "Pending jobs due now (outside paused queues), counted up to "
+        "``tickq.store.ticks.DUE_COUNT_CAP`` (that many means at least that many).",
         "earliest_pending": "When the next job comes due: the earliest pending ``run_after``"
         " or running job's lease expiry (it comes back then if its worker died).",
         "cursors": "Schedule name -> ``handled_until``: every slot at or before it is enqueued.",

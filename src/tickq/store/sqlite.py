@@ -515,12 +515,12 @@ class SQLiteStore(SQLiteClocks, SQLiteWal, SqlStore):
                 conn.executescript(f"PRAGMA incremental_vacuum({VACUUM_PAGES})")
 
     def _retire(self, select: str, params: dict[str, Any]) -> int:
-        """Delete the finished jobs the query ``select`` picks, and their attempts, having
-        added what they counted to tickq_totals (prune, the dashboard's delete)."""
+        """Delete the finished jobs the query ``select`` picks, and their attempts (prune,
+        the dashboard's delete); what they counted stays in tickq_totals (migration 24)."""
         conn = self._connection()
         with self._errors(), self._transaction(conn):
             ids = dumps([r[0] for r in conn.execute(self._sql[select], params)])
-            for name in ("roll_up_totals", "prune_attempts", "prune"):
+            for name in ("prune_attempts", "prune"):
                 deleted = conn.execute(self._sql[name], {"ids": ids}).rowcount
         return max(int(deleted), 0)
 

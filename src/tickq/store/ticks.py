@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from .records import ScheduleMove
 
 
+DUE_COUNT_CAP = 1000
+"""A tick counts due jobs up to this many (the SQL fragment ``due_count``): a count of
+this much means "this many or more", so no tick walks a large backlog to count it."""
+
+
 class TickQueries(Plumbing):
     """The tick's reads and the schedule cursors' one write."""
 
@@ -43,7 +48,8 @@ class TickQueries(Plumbing):
         return TickState(now, due, earliest, cursors)  # type: ignore[arg-type]
 
     def tick_backlog(self) -> tuple[int, datetime | None, datetime]:
-        """(pending jobs due now, when the next job comes due (``earliest_pending``), now)."""
+        """(pending jobs due now, counted up to ``DUE_COUNT_CAP``; when the next job comes
+        due (``earliest_pending``); now)."""
         due, earliest, now = self._query("tick_backlog", now=self._now())[0]
         return int(due), self._decode_ts(earliest), self._decode_ts(now)  # type: ignore[return-value]
 

@@ -183,6 +183,8 @@ SCHEMAS: dict[str, Any] = {
                                                      "snoozed", "failed"],
                      "additionalProperties": COUNT},
             "remaining_due": COUNT,
+            "remaining_due_exact": {"type": "boolean", "description":
+                                    "False: remaining_due is a floor (counted up to 1000)"},
             "next_due_at": NULLABLE_TIME,
             "oldest_due_age_seconds": {"type": "number", "nullable": True},
             "ticked_at": {"type": "string", "format": "date-time"},

@@ -14,12 +14,12 @@ GROUP BY status, queue, type
 SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
 GROUP BY status, queue, type
 
--- name: browse_table_size
--- The planner's row estimate (-1 or 0 before the first ANALYZE): no count over the table.
-SELECT CAST(reltuples AS bigint) FROM pg_class WHERE oid = CAST('tickq_jobs' AS regclass)
-
 -- name: browse_count_done
-SELECT count(*) FROM tickq_jobs WHERE status = 'done'
+-- Jobs done now: every job that became done less those deleted (migration 24's counters).
+SELECT CAST(sum(n) AS bigint) FROM (
+    SELECT attempts AS n FROM tickq_totals WHERE outcome = 'done'
+    UNION ALL
+    SELECT -jobs FROM tickq_pruned) AS d
 
 -- name: browse_hourly
 -- Jobs done and attempts failed per hour (UTC) since :since.
@@ -49,8 +49,8 @@ SELECT id, substr(last_error, 1, 300) FROM tickq_jobs WHERE id = ANY(CAST(:ids A
 SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LIMIT :limit
 
 -- name: browse_delete
--- A finished job and its attempts go; what they counted is first added to tickq_totals,
--- as prune does, so processed totals never go down.
+-- A finished job and its attempts go; what they counted stays in tickq_totals, as for
+-- prune, so processed totals never go down.
 WITH doomed AS (
     SELECT id FROM tickq_jobs
     WHERE id = :id AND status IN ('done', 'failed', 'cancelled')

@@ -2,11 +2,13 @@
 -- in tickq.store.browse from the filters given; these are the fixed reads.
 
 -- name: browse_active_counts
--- Pending and running jobs by status, queue and type, through the claim and lease indexes.
+-- Pending and running jobs by status, queue and type, through the due and lease indexes
+-- (the lease index by name: see counts).
 SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status = 'pending'
 GROUP BY status, queue, type
 UNION ALL
-SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status = 'running'
+SELECT status, queue, type, count(*) FROM tickq_jobs INDEXED BY tickq_jobs_lease
+WHERE status = 'running'
 GROUP BY status, queue, type
 
 -- name: browse_stopped_counts
@@ -14,12 +16,12 @@ GROUP BY status, queue, type
 SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
 GROUP BY status, queue, type
 
--- name: browse_table_size
--- SQLite keeps no row estimate: an exact count is cheap at the sizes SQLite serves.
-SELECT -1
-
 -- name: browse_count_done
-SELECT count(*) FROM tickq_jobs WHERE status = 'done'
+-- Jobs done now: every job that became done less those deleted (migration 24's counters).
+SELECT CAST(sum(n) AS bigint) FROM (
+    SELECT attempts AS n FROM tickq_totals WHERE outcome = 'done'
+    UNION ALL
+    SELECT -jobs FROM tickq_pruned) AS d
 
 -- name: browse_hourly
 -- Jobs done and attempts failed per hour (UTC) since :since; times are UTC ISO text.
@@ -54,5 +56,5 @@ SELECT {job_columns} FROM tickq_jobs WHERE unique_key = :key ORDER BY id DESC LI
 
 -- name: browse_finished
 -- The job the dashboard deletes, if it is finished (SQLiteStore._retire does the rest, as
--- for prune: totals rolled up, attempts and job deleted, in one transaction).
+-- for prune: attempts and job deleted, in one transaction).
 SELECT id FROM tickq_jobs WHERE id = :id AND status IN ('done', 'failed', 'cancelled')

@@ -34,8 +34,11 @@ SELECT job_id, abs(attempt), started_at, finished_at, outcome, error, duration F
     FROM tickq_jobs WHERE id = :id AND status IN ('done', 'running') AND attempts > 0) AS h
 ORDER BY abs(attempt), started_at, k
 
--- name: counts
-SELECT queue, status, type, count(*) FROM tickq_jobs GROUP BY queue, status, type
+-- name: totals
+-- Every finished attempt by (queue, type, outcome, duration bucket), pruned ones too:
+-- kept by triggers as attempts end (migration 24); on Postgres in shards, summed by the
+-- reader.
+SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
 
 -- name: next_due
 SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending'

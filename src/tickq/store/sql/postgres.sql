@@ -334,40 +334,43 @@ SELECT {job_columns_j} FROM j, LATERAL (
 
 -- name: retire_doomed
 -- Not a query: the tail of a statement whose CTE "doomed" picks finished jobs to delete
--- (prune, the dashboard's delete). Their attempts are first added to tickq_totals, so
--- processed totals and the duration histogram never go down. Included as {@retire_doomed}.
+-- (prune, the dashboard's delete). What they counted stays in tickq_totals (triggers
+-- added it as they finished, migration 24); deleting a done job adds one to tickq_pruned.
+-- Included as {@retire_doomed}.
 d AS (
     DELETE FROM tickq_jobs WHERE id IN (SELECT id FROM doomed)
-    RETURNING id, queue, type, status, attempted_at, finished_at, duration),
+    RETURNING id),
 a AS (
-    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d)
-    RETURNING job_id, outcome, started_at, finished_at, duration),
-durations AS (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
-    FROM d WHERE status = 'done'
-    UNION ALL
-    SELECT d.queue, d.type, a.outcome,
-           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
-    FROM a JOIN d ON d.id = a.job_id),
-r AS (
-    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
-    SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
-    FROM durations GROUP BY 1, 2, 3, 4
-    ON CONFLICT (queue, type, outcome, le) DO UPDATE
-    SET attempts = tickq_totals.attempts + excluded.attempts,
-        seconds = tickq_totals.seconds + excluded.seconds)
+    DELETE FROM tickq_attempts WHERE job_id IN (SELECT id FROM d))
 SELECT id FROM d
 
 -- name: prune
--- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
--- and the duration histogram never go down.
+-- What pruned rows counted stays in tickq_totals, so processed totals and the duration
+-- histogram never go down.
 WITH doomed AS (
     SELECT id FROM tickq_jobs
     WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
     LIMIT :batch),
 {@retire_doomed}
+
+-- name: counts
+-- Jobs by queue, status and type without reading the history: open jobs through their
+-- partial indexes (claim, lease, stopped), done jobs from the counters the triggers keep
+-- (migration 24): every job that became done less those deleted.
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'pending'
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'running'
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
+    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
+    UNION ALL
+    SELECT queue, type, -jobs FROM tickq_pruned) AS d
+GROUP BY queue, type HAVING sum(n) <> 0
 
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs
@@ -444,23 +447,6 @@ DELETE FROM tickq_limits WHERE type = ANY(CAST(:types AS text[]))
 -- The LISTEN channel insert notifies: named after this table's oid (see insert).
 SELECT 'tickq_' || CAST(CAST('tickq_jobs' AS regclass) AS oid)
 
--- name: totals
--- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
--- pruning rolled up.
-SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    CAST(EXTRACT(EPOCH FROM finished_at - attempted_at) AS float8)) AS seconds
-    FROM tickq_jobs WHERE status = 'done'
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, CAST(EXTRACT(EPOCH FROM a.finished_at - a.started_at) AS float8))
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id) AS d
-GROUP BY 1, 2, 3, 4
-UNION ALL
-SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
-
 -- name: count_failed
 SELECT count(*) FROM tickq_jobs
 WHERE status = 'failed' AND (CAST(:type AS text) IS NULL OR type = :type)
@@ -498,11 +484,15 @@ CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
            AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
      ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
 
--- name: due_paused
--- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
--- no queue is paused.
-(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
- WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= COALESCE(CAST(:now AS timestamptz), now()))
+-- name: due_count
+-- (A fragment.) How many jobs are due now outside paused queues, counted up to 1000 rows
+-- (tickq.store.ticks.DUE_COUNT_CAP; 1000 means "1000 or more"): a tick reads at most that
+-- many index entries, however large the backlog.
+(SELECT count(*) FROM (
+    SELECT 1 FROM tickq_jobs j
+    WHERE j.status = 'pending' AND j.run_after <= COALESCE(CAST(:now AS timestamptz), now())
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue)
+    LIMIT 1000) AS due)
 
 -- name: tick_state
 -- Everything a tick needs to know before it starts, in one round trip: the time, the
@@ -514,7 +504,7 @@ SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused}
+       {@due_count}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
@@ -531,12 +521,12 @@ SELECT 'now', CAST(NULL AS text), COALESCE(CAST(:now AS timestamptz), now()),
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
-       (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused}
+       {@due_count}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= COALESCE(CAST(:now AS timestamptz), now())) - {@due_paused},
+SELECT {@due_count},
        (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m),
        COALESCE(CAST(:now AS timestamptz), now())

@@ -25,7 +25,7 @@ SELECT due_at, owner, last_pruned_at, pruned, behind FROM tickq_retention WHERE 
 -- One batch of finished jobs past their status's retention (NULL: kept forever), in one
 -- queue (:queue) or in all but those with rules of their own (:others). Never a job
 -- enqueued with keep=True, nor one of a workflow run that has not ended (its driver or
--- a step's job). Their attempts go to tickq_totals first (retire_doomed).
+-- a step's job). What they counted stays in tickq_totals (retire_doomed).
 WITH doomed AS (
 SELECT j.id FROM tickq_jobs j
 WHERE j.finished_at < CAST(:oldest AS timestamptz) AND j.status IN ('done', 'failed', 'cancelled')

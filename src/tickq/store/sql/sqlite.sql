@@ -381,32 +381,33 @@ SELECT id FROM tickq_jobs
 WHERE finished_at < :cutoff AND status IN ('done', 'failed', 'cancelled')
 LIMIT :batch
 
--- name: roll_up_totals
--- Before pruned rows go, their attempts are added to tickq_totals, so processed totals
--- and the duration histogram never go down.
-INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
-SELECT queue, type, outcome, {duration_bucket}, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
-    FROM tickq_jobs WHERE status = 'done' AND id IN (SELECT value FROM json_each(:ids))
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id
-    WHERE a.job_id IN (SELECT value FROM json_each(:ids)))
-WHERE true
-GROUP BY 1, 2, 3, 4
-ON CONFLICT (queue, type, outcome, le) DO UPDATE
-SET attempts = tickq_totals.attempts + excluded.attempts,
-    seconds = tickq_totals.seconds + excluded.seconds
-
 -- name: prune_attempts
 DELETE FROM tickq_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
 
 -- name: prune
 DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: counts
+-- Jobs by queue, status and type without reading the history: open jobs through their
+-- partial indexes (claim, lease, stopped), done jobs from the counters the triggers keep
+-- (migration 24): every job that became done less those deleted. The running jobs are
+-- read through the lease index by name: with none running, ANALYZE leaves it no
+-- statistics and the planner would walk a whole index to group by queue.
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'pending'
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, status, type, count(*) FROM tickq_jobs INDEXED BY tickq_jobs_lease
+WHERE status = 'running'
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
+GROUP BY queue, status, type
+UNION ALL
+SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
+    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
+    UNION ALL
+    SELECT queue, type, -jobs FROM tickq_pruned) AS d
+GROUP BY queue, type HAVING sum(n) <> 0
 
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
@@ -482,11 +483,15 @@ CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
            AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = tickq_jobs.queue))
      ELSE (SELECT min(run_after) FROM tickq_jobs WHERE status = 'pending') END
 
--- name: due_paused
--- (A fragment.) Due jobs in paused queues, taken off the backlog: nothing to read while
--- no queue is paused.
-(SELECT count(*) FROM tickq_paused p CROSS JOIN tickq_jobs j
- WHERE j.queue = p.queue AND j.status = 'pending' AND j.run_after <= :now)
+-- name: due_count
+-- (A fragment.) How many jobs are due now outside paused queues, counted up to 1000 rows
+-- (tickq.store.ticks.DUE_COUNT_CAP; 1000 means "1000 or more"): a tick reads at most that
+-- many index entries, however large the backlog.
+(SELECT count(*) FROM (
+    SELECT 1 FROM tickq_jobs j
+    WHERE j.status = 'pending' AND j.run_after <= :now
+      AND NOT EXISTS (SELECT 1 FROM tickq_paused p WHERE p.queue = j.queue)
+    LIMIT 1000) AS due)
 
 -- name: tick_state
 -- Everything a tick needs to know before it starts: the time, the backlog of pending jobs
@@ -495,12 +500,12 @@ CASE WHEN EXISTS (SELECT 1 FROM tickq_paused)
 SELECT 'now', NULL, :now, NULL
 UNION ALL
 SELECT 'backlog', NULL, (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
-       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now) - {@due_paused}
+       UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), {@due_count}
 UNION ALL
 SELECT 'schedule', name, handled_until, NULL FROM tickq_schedules
 
 -- name: tick_backlog
-SELECT (SELECT count(*) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now) - {@due_paused},
+SELECT {@due_count},
        (SELECT min(t) FROM (SELECT {@earliest_unpaused} AS t
        UNION ALL SELECT min(lease_expires_at) FROM tickq_jobs WHERE status = 'running') AS m), :now
 
@@ -536,23 +541,6 @@ SELECT offset FROM tickq_clocks WHERE domain = :clock AND seen >= :mono - :windo
 -- name: last_tick
 SELECT (SELECT last_tick_at FROM tickq_ticks WHERE id = 1),
        (SELECT ticks FROM tickq_ticks WHERE id = 1), :now
-
--- name: totals
--- Every finished attempt by (queue, type, outcome, duration bucket): live rows plus what
--- pruning rolled up.
-SELECT queue, type, outcome, {duration_bucket} AS le, count(*), sum(COALESCE(seconds, 0))
-FROM (
-    SELECT queue, type, 'done' AS outcome,
-           COALESCE(duration,
-                    (julianday(finished_at) - julianday(attempted_at)) * 86400.0) AS seconds
-    FROM tickq_jobs WHERE status = 'done'
-    UNION ALL
-    SELECT j.queue, j.type, a.outcome,
-           COALESCE(a.duration, (julianday(a.finished_at) - julianday(a.started_at)) * 86400.0)
-    FROM tickq_attempts a JOIN tickq_jobs j ON j.id = a.job_id)
-GROUP BY 1, 2, 3, 4
-UNION ALL
-SELECT queue, type, outcome, le, attempts, seconds FROM tickq_totals
 
 -- name: count_failed
 SELECT count(*) FROM tickq_jobs WHERE status = 'failed' AND (:type IS NULL OR type = :type)

@@ -67,6 +67,10 @@ CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
     WHERE status IN ('failed', 'cancelled');
 -- Jobs of one type, newest first (keyset pages), and the recent alert deliveries.
 CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
+-- Jobs of one queue, newest first (the dashboard's queue filter, keyset pages).
+CREATE INDEX tickq_jobs_queue ON tickq_jobs (queue, id);
+-- Pending jobs by queue and type, counted from the index alone (stats(), the dashboard).
+CREATE INDEX tickq_jobs_pending ON tickq_jobs (queue, type, status) WHERE status = 'pending';
 -- Search by unique key, whatever the job's status or scope.
 CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
 -- A keyed type's pending jobs by key, in claim order within each key: the claim steps
@@ -115,8 +119,11 @@ CREATE TABLE tickq_ticks (
     ticks        BIGINT      NOT NULL DEFAULT 1
 );
 
--- Processed totals and the duration histogram of pruned jobs: pruning adds the rows it
--- deletes here first, so those figures never go down.
+-- Processed totals and the duration histogram: every finished attempt (a done job counts
+-- as one, outcome 'done'), pruned ones too, added by the triggers below in the
+-- transaction that writes it, so reading them costs the same at any table size and they
+-- never go down. Split in 8 shards by backend (pg_backend_pid() % 8), so workers finishing
+-- jobs of one type at once seldom wait on one row's lock; readers sum the shards.
 CREATE TABLE tickq_totals (
     queue    TEXT             NOT NULL,
     type     TEXT             NOT NULL,
@@ -124,8 +131,81 @@ CREATE TABLE tickq_totals (
     le       TEXT             NOT NULL,  -- the histogram bucket's upper bound ('0.005' ... '+Inf')
     attempts BIGINT           NOT NULL DEFAULT 0,  -- how many
     seconds  DOUBLE PRECISION NOT NULL DEFAULT 0,  -- their durations' sum
-    PRIMARY KEY (queue, type, outcome, le)
+    shard    SMALLINT         NOT NULL DEFAULT 0,
+    PRIMARY KEY (queue, type, outcome, le, shard)
 );
+
+-- Done jobs deleted (pruned or by hand), by queue and type, in shards as above: the jobs
+-- done now are the 'done' totals less these (stats() reads no done row).
+CREATE TABLE tickq_pruned (
+    queue TEXT     NOT NULL,
+    type  TEXT     NOT NULL,
+    shard SMALLINT NOT NULL DEFAULT 0,
+    jobs  BIGINT   NOT NULL DEFAULT 0,
+    PRIMARY KEY (queue, type, shard)
+);
+
+-- A duration's histogram bucket label (the one tickq.store.queries.DURATION_BUCKETS gives).
+CREATE FUNCTION tickq_duration_bucket(seconds double precision) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (CASE WHEN seconds IS NULL THEN '0.005' WHEN seconds <= 0.005 THEN '0.005' WHEN seconds <= 0.01 THEN '0.01' WHEN seconds <= 0.025 THEN '0.025' WHEN seconds <= 0.05 THEN '0.05'
+    WHEN seconds <= 0.1 THEN '0.1' WHEN seconds <= 0.25 THEN '0.25' WHEN seconds <= 0.5 THEN '0.5' WHEN seconds <= 1 THEN '1.0'
+    WHEN seconds <= 2.5 THEN '2.5' WHEN seconds <= 5 THEN '5.0' WHEN seconds <= 10 THEN '10.0' WHEN seconds <= 30 THEN '30.0'
+    WHEN seconds <= 60 THEN '60.0' WHEN seconds <= 120 THEN '120.0' WHEN seconds <= 300 THEN '300.0' WHEN seconds <= 600 THEN '600.0'
+    WHEN seconds <= 1800 THEN '1800.0' WHEN seconds <= 3600 THEN '3600.0' ELSE '+Inf' END);
+
+-- An attempt row (row by row: a finish that succeeds inserts none and pays nothing here).
+CREATE FUNCTION tickq_count_attempts() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    took double precision := COALESCE(NEW.duration,
+        CAST(EXTRACT(EPOCH FROM NEW.finished_at - NEW.started_at) AS float8));
+BEGIN
+    INSERT INTO tickq_totals AS t (queue, type, outcome, le, shard, attempts, seconds)
+    SELECT j.queue, j.type, NEW.outcome, tickq_duration_bucket(took), pg_backend_pid() % 8,
+           1, COALESCE(took, 0)
+    FROM tickq_jobs j WHERE j.id = NEW.job_id
+    ON CONFLICT (queue, type, outcome, le, shard) DO UPDATE
+    SET attempts = t.attempts + 1, seconds = t.seconds + excluded.seconds;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tickq_count_attempts AFTER INSERT ON tickq_attempts
+FOR EACH ROW EXECUTE FUNCTION tickq_count_attempts();
+
+-- A job that became done (a job never leaves done but to be deleted).
+CREATE FUNCTION tickq_count_done() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    took double precision := COALESCE(NEW.duration,
+        CAST(EXTRACT(EPOCH FROM NEW.finished_at - NEW.attempted_at) AS float8));
+BEGIN
+    INSERT INTO tickq_totals AS t (queue, type, outcome, le, shard, attempts, seconds)
+    VALUES (NEW.queue, NEW.type, 'done', tickq_duration_bucket(took), pg_backend_pid() % 8,
+            1, COALESCE(took, 0))
+    ON CONFLICT (queue, type, outcome, le, shard) DO UPDATE
+    SET attempts = t.attempts + 1, seconds = t.seconds + excluded.seconds;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tickq_count_done AFTER UPDATE OF status ON tickq_jobs
+FOR EACH ROW WHEN (NEW.status = 'done' AND OLD.status <> 'done')
+EXECUTE FUNCTION tickq_count_done();
+
+-- Done jobs deleted (pruned, or deleted by hand), counted per statement.
+CREATE FUNCTION tickq_count_pruned() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO tickq_pruned AS p (queue, type, shard, jobs)
+    SELECT queue, type, pg_backend_pid() % 8, count(*) FROM tickq_jobs_deleted
+    WHERE status = 'done' GROUP BY 1, 2
+    ON CONFLICT (queue, type, shard) DO UPDATE SET jobs = p.jobs + excluded.jobs;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tickq_count_pruned AFTER DELETE ON tickq_jobs
+REFERENCING OLD TABLE AS tickq_jobs_deleted
+FOR EACH STATEMENT EXECUTE FUNCTION tickq_count_pruned();
 
 -- Queue controls, checked inside the claim (tickq_due), so every process on every machine
 -- obeys them (docs/controls.md).

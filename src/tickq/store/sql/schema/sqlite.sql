@@ -70,6 +70,10 @@ CREATE INDEX tickq_jobs_stopped ON tickq_jobs (status, queue, type, id)
     WHERE status IN ('failed', 'cancelled');
 -- Jobs of one type, newest first (keyset pages), and the recent alert deliveries.
 CREATE INDEX tickq_jobs_type ON tickq_jobs (type, id);
+-- Jobs of one queue, newest first (the dashboard's queue filter, keyset pages).
+CREATE INDEX tickq_jobs_queue ON tickq_jobs (queue, id);
+-- Pending jobs by queue and type, counted from the index alone (stats(), the dashboard).
+CREATE INDEX tickq_jobs_pending ON tickq_jobs (queue, type, status) WHERE status = 'pending';
 -- Search by unique key, whatever the job's status or scope.
 CREATE INDEX tickq_jobs_unique_key ON tickq_jobs (unique_key) WHERE unique_key IS NOT NULL;
 -- A keyed type's pending jobs by key, in claim order within each key: the claim steps
@@ -118,8 +122,10 @@ CREATE TABLE tickq_ticks (
     ticks        INTEGER NOT NULL DEFAULT 1
 );
 
--- Processed totals and the duration histogram of pruned jobs: pruning adds the rows it
--- deletes here first, so those figures never go down.
+-- Processed totals and the duration histogram: every finished attempt (a done job counts
+-- as one, outcome 'done'), pruned ones too, added by the triggers below in the
+-- transaction that writes it, so reading them costs the same at any table size and they
+-- never go down.
 CREATE TABLE tickq_totals (
     queue    TEXT    NOT NULL,
     type     TEXT    NOT NULL,
@@ -129,6 +135,58 @@ CREATE TABLE tickq_totals (
     seconds  REAL    NOT NULL DEFAULT 0,  -- their durations' sum
     PRIMARY KEY (queue, type, outcome, le)
 );
+
+-- Done jobs deleted (pruned or by hand), by queue and type: the jobs done now are the
+-- 'done' totals less these (stats() reads no done row).
+CREATE TABLE tickq_pruned (
+    queue TEXT    NOT NULL,
+    type  TEXT    NOT NULL,
+    jobs  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (queue, type)
+);
+
+-- An attempt row.
+CREATE TRIGGER tickq_count_attempts AFTER INSERT ON tickq_attempts
+BEGIN
+    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
+    SELECT j.queue, j.type, NEW.outcome, (CASE WHEN seconds IS NULL THEN '0.005' WHEN seconds <= 0.005 THEN '0.005' WHEN seconds <= 0.01 THEN '0.01' WHEN seconds <= 0.025 THEN '0.025' WHEN seconds <= 0.05 THEN '0.05'
+        WHEN seconds <= 0.1 THEN '0.1' WHEN seconds <= 0.25 THEN '0.25' WHEN seconds <= 0.5 THEN '0.5' WHEN seconds <= 1 THEN '1.0'
+        WHEN seconds <= 2.5 THEN '2.5' WHEN seconds <= 5 THEN '5.0' WHEN seconds <= 10 THEN '10.0' WHEN seconds <= 30 THEN '30.0'
+        WHEN seconds <= 60 THEN '60.0' WHEN seconds <= 120 THEN '120.0' WHEN seconds <= 300 THEN '300.0' WHEN seconds <= 600 THEN '600.0'
+        WHEN seconds <= 1800 THEN '1800.0' WHEN seconds <= 3600 THEN '3600.0' ELSE '+Inf' END),
+           1, COALESCE(seconds, 0)
+    FROM tickq_jobs j, (SELECT COALESCE(NEW.duration,
+        (julianday(NEW.finished_at) - julianday(NEW.started_at)) * 86400.0) AS seconds)
+    WHERE j.id = NEW.job_id
+    ON CONFLICT (queue, type, outcome, le) DO UPDATE
+    SET attempts = tickq_totals.attempts + 1, seconds = tickq_totals.seconds + excluded.seconds;
+END;
+
+-- A job that became done (a job never leaves done but to be deleted).
+CREATE TRIGGER tickq_count_done AFTER UPDATE OF status ON tickq_jobs
+WHEN NEW.status = 'done' AND OLD.status <> 'done'
+BEGIN
+    INSERT INTO tickq_totals (queue, type, outcome, le, attempts, seconds)
+    SELECT NEW.queue, NEW.type, 'done', (CASE WHEN seconds IS NULL THEN '0.005' WHEN seconds <= 0.005 THEN '0.005' WHEN seconds <= 0.01 THEN '0.01' WHEN seconds <= 0.025 THEN '0.025' WHEN seconds <= 0.05 THEN '0.05'
+        WHEN seconds <= 0.1 THEN '0.1' WHEN seconds <= 0.25 THEN '0.25' WHEN seconds <= 0.5 THEN '0.5' WHEN seconds <= 1 THEN '1.0'
+        WHEN seconds <= 2.5 THEN '2.5' WHEN seconds <= 5 THEN '5.0' WHEN seconds <= 10 THEN '10.0' WHEN seconds <= 30 THEN '30.0'
+        WHEN seconds <= 60 THEN '60.0' WHEN seconds <= 120 THEN '120.0' WHEN seconds <= 300 THEN '300.0' WHEN seconds <= 600 THEN '600.0'
+        WHEN seconds <= 1800 THEN '1800.0' WHEN seconds <= 3600 THEN '3600.0' ELSE '+Inf' END),
+           1, COALESCE(seconds, 0)
+    FROM (SELECT COALESCE(NEW.duration,
+        (julianday(NEW.finished_at) - julianday(NEW.attempted_at)) * 86400.0) AS seconds)
+    WHERE true
+    ON CONFLICT (queue, type, outcome, le) DO UPDATE
+    SET attempts = tickq_totals.attempts + 1, seconds = tickq_totals.seconds + excluded.seconds;
+END;
+
+-- A done job deleted (pruned, or deleted by hand).
+CREATE TRIGGER tickq_count_pruned AFTER DELETE ON tickq_jobs
+WHEN OLD.status = 'done'
+BEGIN
+    INSERT INTO tickq_pruned (queue, type, jobs) VALUES (OLD.queue, OLD.type, 1)
+    ON CONFLICT (queue, type) DO UPDATE SET jobs = tickq_pruned.jobs + 1;
+END;
 
 -- Queue controls, read by every claim, so every process obeys them (docs/controls.md).
 -- Paused queues: their jobs are not claimed until resumed (enqueueing still works).
