@@ -69,9 +69,7 @@ def test_a_job_due_now_among_them_is_claimed_and_the_probe_holds_for_an_injected
 ) -> None:
     q, conn = waiting
     (now,) = conn.execute("SELECT now()").fetchone()
-    assert conn.execute("SELECT count(*) FROM tickq_due(100, NULL, %s)", (now,)).fetchone() == (
-        0,
-    )
+    assert conn.execute("SELECT count(*) FROM tickq_due(100, NULL, %s)", (now,)).fetchone() == (0,)
     day_after = now + timedelta(days=2)  # an injected clock past them all: every job is due
     conn.execute("BEGIN")
     (due,) = conn.execute("SELECT count(*) FROM tickq_due(10, NULL, %s)", (day_after,)).fetchone()
