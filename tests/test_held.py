@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+from tickq import Queue, Snooze
 from tickq.held import Holdings, key_of
 from tickq.job import Job, JobState
 from tickq.store import Outcome
@@ -46,6 +50,76 @@ def test_a_refunded_attempt_claimed_again_replaces_the_lost_run() -> None:
     holdings.finish(Outcome(new, "succeeded"))
     assert holdings.collect() == ([Outcome(new, "succeeded")], [])
     assert holdings.unrecorded() == [Outcome(new, "succeeded")]
+
+
+def test_dropping_a_run_whose_attempt_was_claimed_again_keeps_the_new_claim() -> None:
+    # A snooze, a suspended workflow or a refund gives the attempt back; another thread of
+    # the process claims the job again (same id and attempt) before the first run's thread
+    # drops its record. That drop must not take the new claim's record (its lease would go
+    # unrenewed and its outcome count as stale: the job stuck running until the lease ran
+    # out, as a workflow run waiting for an event was).
+    holdings = Holdings()
+    old, new = job(7), job(7)._replace(lease_owner="same-owner")
+    holdings.add([old], 30)
+    holdings.add([new], 30)
+    assert holdings.drop([old]) == []  # unlinked from the new claim, not dropped as held
+    assert holdings.get(new) is not None and holdings.get(old) is None and len(holdings) == 1
+    assert not holdings.is_lost(new)
+    holdings.finish(Outcome(new, "succeeded"))
+    assert holdings.collect() == ([Outcome(new, "succeeded")], [])
+    assert holdings.drop([new]) == [new] and len(holdings) == 0
+
+
+def test_a_cycle_that_gave_an_attempt_back_leaves_its_new_claim_to_the_other_thread(
+    tmp_path: Path,
+) -> None:
+    """Two threads of one process run process_jobs; a job snoozes (its attempt given back)
+    and the other thread claims it again before the first drops its record: the new run
+    stays held (its lease renewed) while it runs, and ends done."""
+    q = Queue(f"sqlite:///{tmp_path / 'again.db'}")
+    q.migrate()
+    holdings = q._runtime.lease_keeper.holdings
+    runs: list[int] = []
+    claimed_again, old_dropped = threading.Event(), threading.Event()
+
+    @q.job()
+    def twice() -> None:
+        if not runs:
+            runs.append(0)
+            raise Snooze(0)  # due again at once, its attempt given back
+        claimed_again.set()
+        old_dropped.wait(10)
+        runs.append(len(holdings))  # the new claim's record, still held
+
+    keeper = q._runtime.lease_keeper
+    original, first = keeper.drop, threading.Lock()
+
+    def late_drop(jobs: Any) -> None:  # the snoozed run's drop comes after the new claim
+        jobs = list(jobs)
+        if jobs and first.acquire(blocking=False):  # the first drop: the snoozed run's
+            claimed_again.wait(10)
+            original(jobs)
+            old_dropped.set()
+            return
+        original(jobs)
+
+    keeper.drop = late_drop  # type: ignore[method-assign]
+    q.enqueue("twice")
+
+    def work() -> None:
+        deadline = time.monotonic() + 10
+        while len(runs) < 2 and time.monotonic() < deadline:
+            q.process_jobs(limit=1)
+            time.sleep(0.001)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(15)
+    assert runs == [0, 1], "the new run's record was dropped with the old one"
+    assert q.stats()["by_status"]["done"] == 1, q.stats()["by_status"]
+    q.close()
 
 
 def test_a_start_is_sent_once_and_again_after_a_failed_round_trip() -> None:

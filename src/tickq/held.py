@@ -121,15 +121,27 @@ class Holdings:
                 self._in_hand += 1
 
     def drop(self, jobs: Iterable[Job]) -> list[Job]:
-        """Forget ``jobs`` (those of the attempts held); returns them."""
+        """Forget ``jobs``' records; returns the jobs whose record was the one held for
+        their attempt. The record of a newer claim of the same attempt (the job gave its
+        attempt back, by a snooze, a suspended workflow or a refund, and another thread of
+        this process claimed it again) is left alone: only the old run is unlinked."""
         dropped = []
         records = self._held
         with self._lock:
             for job in jobs:
-                held = records.pop((job.id, job.attempts), None)
-                if held is not None:
+                held = self.get(job)
+                if held is None:
+                    continue
+                top = records[held.key]
+                if held is top:
+                    del records[held.key]
                     self._forget(held)
                     dropped.append(job)
+                    continue
+                while top.replaced is not held:  # held is in top's chain (see get)
+                    top = top.replaced  # type: ignore[assignment]
+                top.replaced = held.replaced
+                self._odd -= top is records[held.key] and top.replaced is None
         return dropped
 
     def _forget(self, held: Held) -> None:

@@ -107,9 +107,7 @@ class LeaseKeeper:
     def drop(self, jobs: Iterable[Job]) -> None:
         """Stop renewing ``jobs`` (only the attempts held: a newer claim of the same job
         by this process keeps its lease)."""
-        jobs = list(jobs)
-        self.holdings.drop(jobs)
-        for job in jobs:
+        for job in self.holdings.drop(jobs):  # a newer claim's stop request stays
             forget_stop((job.id, job.attempts, self.owner))
 
     def lost(self) -> set[int]:

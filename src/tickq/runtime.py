@@ -56,7 +56,10 @@ class Runtime:
         self._owner: tuple[int, str] | None = None
         self._keeper: tuple[int, LeaseKeeper] | None = None
         self._outbox: tuple[int, Outbox] | None = None
-        self._making = threading.Lock()  # concurrent ticks share one outbox
+        # One owner, keeper and outbox per process, whichever thread asks first: threads
+        # that raced here each made their own owner, and claimed under one, finished under
+        # the other (the outcome then stale, the job stuck running until its lease ran out).
+        self._making = threading.RLock()
         self._declared: tuple[int, int] | None = None
         from .retention import DEFAULT_RETENTION
 
@@ -76,20 +79,26 @@ class Runtime:
     @property
     def owner(self) -> str:
         """Who holds the leases this process takes: host, pid and a random tag."""
-        pid = os.getpid()
-        if self._owner is None or self._owner[0] != pid:
-            self._owner = (pid, f"{_hostname()}:{pid}:{os.urandom(4).hex()}")
-        return self._owner[1]
+        pid, made = os.getpid(), self._owner
+        if made is not None and made[0] == pid:
+            return made[1]
+        with self._making:
+            if self._owner is None or self._owner[0] != pid:
+                self._owner = (pid, f"{_hostname()}:{pid}:{os.urandom(4).hex()}")
+            return self._owner[1]
 
     @property
     def lease_keeper(self) -> LeaseKeeper:
         """This process's keeper of the leases ``process_jobs`` and ``tick`` hold."""
-        pid = os.getpid()
-        if self._keeper is None or self._keeper[0] != pid:
-            from .lease import LeaseKeeper
+        pid, made = os.getpid(), self._keeper
+        if made is not None and made[0] == pid:
+            return made[1]
+        with self._making:
+            if self._keeper is None or self._keeper[0] != pid:
+                from .lease import LeaseKeeper
 
-            self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
-        return self._keeper[1]
+                self._keeper = (pid, LeaseKeeper(self.store, self.owner, self.lease_seconds))
+            return self._keeper[1]
 
     def outbox(self, make: Callable[[], Outbox]) -> Outbox:
         """This process's keeper of finished outcomes a tick or ``process_jobs`` had to
