@@ -12,10 +12,13 @@ stands from it, so a tick can tell when its own runs ahead of the others'.
 from __future__ import annotations
 
 import os
+import threading
 from datetime import timedelta
 
 from ..clock import monotonic_domain_of, monotonic_of
 from .ticks import TickQueries
+
+_NAMING = threading.Lock()
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,10 +66,13 @@ class SQLiteClocks(TickQueries):
     # -- the clocks of live processes -----------------------------------------------------
     def _clock_owner(self) -> str:
         """This store's name among the clocks (a process's stores each keep a note)."""
-        pid = os.getpid()
-        if self._noted_as is None or self._noted_as[0] != pid:
-            self._noted_as = (pid, f"{pid}:{os.urandom(4).hex()}")
-        return self._noted_as[1]
+        pid, noted = os.getpid(), self._noted_as
+        if noted is not None and noted[0] == pid:
+            return noted[1]
+        with _NAMING:  # threads asking at once get one name (see Runtime.owner)
+            if self._noted_as is None or self._noted_as[0] != pid:
+                self._noted_as = (pid, f"{pid}:{os.urandom(4).hex()}")
+            return self._noted_as[1]
 
     def _clock_params(self) -> dict[str, Any] | None:
         domain, mono = self._reading()
