@@ -27,6 +27,7 @@ import pytest
 from conftest import ROOT
 from tickq import Queue
 from tickq.controls import Limit
+from tickq.enqueueing import options_and_meta
 from tickq.job_options import (
     DEFAULT_ENQUEUE_OPTIONS,
     DEFAULT_JOB_OPTIONS,
@@ -141,7 +142,8 @@ def test_each_job_decorator_lists_the_job_options(
 
 @pytest.mark.parametrize(
     ("entry", "own"),
-    [(Queue.enqueue, ("conn",)), (Queue.enqueue_async, ("conn",)), (Queue._new_job, ("meta",))],
+    # options_and_meta: what Queue._new_job and an enqueue_many item take
+    [(Queue.enqueue, ("conn",)), (Queue.enqueue_async, ("conn",)), (options_and_meta, ("meta",))],
 )
 def test_each_enqueue_lists_the_enqueue_options(entry: Callable[..., Any], own: tuple[str]) -> None:
     assert keyword_parameters(entry, *own) == keyword_parameters(EnqueueOptions.__init__)

@@ -28,25 +28,12 @@ class Enqueueing:
         _runtime: Runtime
 
     def _new_job(
-        self,
-        job_type: str,
-        payload: Mapping[str, Any] | None = None,
-        *,
-        run_after: datetime | timedelta | None = None,
-        unique_key: str | None = None,
-        unique_scope: str = "active",
-        priority: int | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        keep: bool = False,
-        meta: Mapping[str, Any] | None = None,
+        self, job_type: str, payload: Mapping[str, Any] | None = None, **options: Any
     ) -> NewJob:
-        """Validate one job and return the row to insert (no I/O)."""
-        options = EnqueueOptions(
-            run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
-            priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
-        )  # fmt: skip
-        return self._runtime.new_job(job_type, payload, options, meta)
+        """Validate one job and return the row to insert (no I/O): ``options`` are those of
+        ``enqueue`` (checked by ``options_and_meta``) and ``meta``."""
+        enqueue_options, meta = options_and_meta(**options)
+        return self._runtime.new_job(job_type, payload, enqueue_options, meta)
 
     def enqueue(
         self,
@@ -197,7 +184,8 @@ def options_and_meta(
     keep: bool = False,
     meta: Mapping[str, Any] | None = None,
 ) -> tuple[EnqueueOptions, Mapping[str, Any] | None]:
-    """An ``enqueue_many`` item's options (what ``_new_job`` takes) and its ``meta``."""
+    """An ``enqueue_many`` item's options (``enqueue``'s, checked once here) and its
+    ``meta``."""
     options = EnqueueOptions(
         run_after=run_after, unique_key=unique_key, unique_scope=unique_scope,
         priority=priority, queue=queue, max_attempts=max_attempts, keep=keep,
