@@ -145,3 +145,12 @@ UPDATE tickq_attempts SET error = :note
 WHERE job_id = :id AND attempt IN (:attempt, -:attempt)
   AND outcome IN ('lease_expired', 'refunded') AND started_at >= :started
 RETURNING job_id
+
+-- name: done_counts
+-- (A fragment.) Done jobs by queue and type from the counters the triggers keep
+-- (migration 24): every job that became done less those deleted.
+SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
+    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
+    UNION ALL
+    SELECT queue, type, -jobs FROM tickq_pruned) AS d
+GROUP BY queue, type HAVING sum(n) <> 0

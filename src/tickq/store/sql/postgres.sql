@@ -355,8 +355,7 @@ WITH doomed AS (
 
 -- name: counts
 -- Jobs by queue, status and type without reading the history: open jobs through their
--- partial indexes (claim, lease, stopped), done jobs from the counters the triggers keep
--- (migration 24): every job that became done less those deleted.
+-- partial indexes (claim, lease, stopped), done jobs from the counters (done_counts).
 SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'pending'
 GROUP BY queue, status, type
 UNION ALL
@@ -366,11 +365,7 @@ UNION ALL
 SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
 GROUP BY queue, status, type
 UNION ALL
-SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
-    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
-    UNION ALL
-    SELECT queue, type, -jobs FROM tickq_pruned) AS d
-GROUP BY queue, type HAVING sum(n) <> 0
+{@done_counts}
 
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs

@@ -389,10 +389,9 @@ DELETE FROM tickq_jobs WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: counts
 -- Jobs by queue, status and type without reading the history: open jobs through their
--- partial indexes (claim, lease, stopped), done jobs from the counters the triggers keep
--- (migration 24): every job that became done less those deleted. The running jobs are
--- read through the lease index by name: with none running, ANALYZE leaves it no
--- statistics and the planner would walk a whole index to group by queue.
+-- partial indexes (claim, lease, stopped), done jobs from the counters (done_counts).
+-- The running jobs are read through the lease index by name: with none running, ANALYZE
+-- leaves it no statistics and the planner would walk a whole index to group by queue.
 SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status = 'pending'
 GROUP BY queue, status, type
 UNION ALL
@@ -403,11 +402,7 @@ UNION ALL
 SELECT queue, status, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
 GROUP BY queue, status, type
 UNION ALL
-SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
-    SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
-    UNION ALL
-    SELECT queue, type, -jobs FROM tickq_pruned) AS d
-GROUP BY queue, type HAVING sum(n) <> 0
+{@done_counts}
 
 -- name: due_summary
 SELECT count(*), min(run_after) FROM tickq_jobs WHERE status = 'pending' AND run_after <= :now
