@@ -103,10 +103,10 @@ def open_counts(store: SqlStore, which: str = "both") -> list[tuple[str, str, st
     return [(s, q, t, int(n)) for name in names for s, q, t, n in store._query(name)]
 
 
-def done_count(store: SqlStore, open_total: int = 0) -> tuple[int, bool]:
-    """(jobs done, exact?): from the counters triggers keep (migration 24), so always
-    exact and read without a done row; ``open_total`` is no longer needed."""
-    return int(_ready(store)._query("browse_count_done")[0][0] or 0), True
+def done_count(store: SqlStore) -> int:
+    """Jobs done now, exact: from the counters the triggers keep (migration 24), reading
+    no done row."""
+    return int(_ready(store)._query("browse_count_done")[0][0])
 
 
 def hourly(store: SqlStore, now: datetime, hours: int = 24) -> list[dict[str, Any]]:

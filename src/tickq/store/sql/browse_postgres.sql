@@ -14,13 +14,6 @@ GROUP BY status, queue, type
 SELECT status, queue, type, count(*) FROM tickq_jobs WHERE status IN ('failed', 'cancelled')
 GROUP BY status, queue, type
 
--- name: browse_count_done
--- Jobs done now: every job that became done less those deleted (migration 24's counters).
-SELECT CAST(sum(n) AS bigint) FROM (
-    SELECT attempts AS n FROM tickq_totals WHERE outcome = 'done'
-    UNION ALL
-    SELECT -jobs FROM tickq_pruned) AS d
-
 -- name: browse_hourly
 -- Jobs done and attempts failed per hour (UTC) since :since.
 -- date_bin costs half of date_trunc(..., 'UTC') per row.

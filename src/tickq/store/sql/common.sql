@@ -149,8 +149,12 @@ RETURNING job_id
 -- name: done_counts
 -- (A fragment.) Done jobs by queue and type from the counters the triggers keep
 -- (migration 24): every job that became done less those deleted.
-SELECT queue, 'done', type, CAST(sum(n) AS bigint) FROM (
+SELECT queue, 'done' AS status, type, CAST(sum(n) AS bigint) AS n FROM (
     SELECT queue, type, attempts AS n FROM tickq_totals WHERE outcome = 'done'
     UNION ALL
     SELECT queue, type, -jobs FROM tickq_pruned) AS d
 GROUP BY queue, type HAVING sum(n) <> 0
+
+-- name: browse_count_done
+-- Jobs done now, all queues and types (the dashboard's overview).
+SELECT CAST(COALESCE(sum(n), 0) AS bigint) FROM ({@done_counts}) AS c
