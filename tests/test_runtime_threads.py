@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,21 @@ def slow_hostname(real: Any) -> Any:
     return slow
 
 
+def at_once(count: int, work: Callable[[], None]) -> None:
+    """Run ``work`` on ``count`` threads that start it together; wait for them all."""
+    start = threading.Barrier(count)
+
+    def together() -> None:
+        start.wait(5)
+        work()
+
+    threads = [threading.Thread(target=together) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+
+
 @pytest.mark.timeout(30)
 def test_threads_asking_at_once_get_one_owner_and_one_keeper(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -34,20 +50,14 @@ def test_threads_asking_at_once_get_one_owner_and_one_keeper(
     monkeypatch.setattr(tickq.runtime, "_hostname", slow_hostname(tickq.runtime._hostname))
     q = Queue(f"sqlite:///{tmp_path / 'one.db'}")
     runtime = q._runtime
-    start = threading.Barrier(4)
     owners: list[str] = []
     keepers: list[Any] = []
 
     def ask() -> None:
-        start.wait(5)
         keepers.append(runtime.lease_keeper)
         owners.append(runtime.owner)
 
-    threads = [threading.Thread(target=ask) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    at_once(4, ask)
     assert len(owners) == 4 and len(set(owners)) == 1, owners
     assert len({id(k) for k in keepers}) == 1
     assert keepers[0].owner == owners[0]
@@ -68,17 +78,7 @@ def test_two_threads_processing_from_the_start_finish_every_job(
         ran.append(n)
 
     q.enqueue_many([("note", {"n": i}) for i in range(20)])
-    start = threading.Barrier(2)
-
-    def work() -> None:
-        start.wait(5)
-        q.process_jobs(limit=20)
-
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    at_once(2, lambda: q.process_jobs(limit=20) and None)
     assert sorted(ran) == list(range(20))
     counts = q.stats()["by_status"]
     assert counts["done"] == 20 and counts["running"] == 0, counts
